@@ -1,0 +1,98 @@
+#include "common/files.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace skewbench {
+namespace {
+
+std::runtime_error errno_error(const std::string& what, const std::filesystem::path& path) {
+  return std::runtime_error(what + " " + path.string() + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::filesystem::create_directories(dir);
+  std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) throw errno_error("cannot create a temporary file for", path);
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const auto err = errno_error("cannot write", path);
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      throw err;
+    }
+    written += static_cast<size_t>(n);
+  }
+  ::fchmod(fd, 0644);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const auto err = errno_error("cannot flush", path);
+    ::unlink(tmpl.c_str());
+    throw err;
+  }
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const auto err = errno_error("cannot rename a temporary file onto", path);
+    ::unlink(tmpl.c_str());
+    throw err;
+  }
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw errno_error("cannot open", path);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw errno_error("cannot read", path);
+  return buffer.str();
+}
+
+TempDir::TempDir(std::string_view prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = (std::filesystem::path(base && *base ? base : "/tmp") /
+                      (std::string(prefix) + "-XXXXXX"))
+                         .string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw errno_error("cannot create temporary directory", tmpl);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (keep_) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket(): ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string err = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("cannot find a free loopback port: " + err);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace skewbench

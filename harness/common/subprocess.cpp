@@ -1,0 +1,166 @@
+#include "common/subprocess.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace skewbench {
+namespace {
+
+std::vector<char*> to_argv(const std::vector<std::string>& args) {
+  std::vector<char*> out;
+  out.reserve(args.size() + 1);
+  for (const auto& a : args) out.push_back(const_cast<char*>(a.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+[[noreturn]] void exec_or_die(const std::vector<std::string>& argv) {
+  auto cargv = to_argv(argv);
+  ::execvp(cargv[0], cargv.data());
+  const std::string msg = "cannot execute " + argv[0] + ": " + std::strerror(errno) + "\n";
+  [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, msg.data(), msg.size());
+  ::_exit(127);
+}
+
+}  // namespace
+
+CommandResult run_command(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw std::invalid_argument("run_command: empty argv");
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed: " + std::string(std::strerror(errno)));
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    exec_or_die(argv);
+  }
+  ::close(pipe_fds[1]);
+  CommandResult result;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(pipe_fds[0], buf, sizeof(buf));
+    if (n > 0) {
+      result.output.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+Subprocess::Subprocess(const std::vector<std::string>& argv, const Options& options) {
+  if (argv.empty()) throw std::invalid_argument("Subprocess: empty argv");
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  int stderr_fd = -1;
+  if (options.stderr_path) {
+    stderr_fd = ::open(options.stderr_path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (stderr_fd < 0) {
+      ::close(pipe_fds[0]);
+      ::close(pipe_fds[1]);
+      throw std::runtime_error("cannot open " + *options.stderr_path + ": " + std::strerror(errno));
+    }
+  }
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed: " + std::string(std::strerror(errno)));
+  if (pid_ == 0) {
+    // The child must not outlive a parent that was killed without cleanup.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);
+    ::setpgid(0, 0);  // Ctrl-C in the terminal reaches the parent only; it stops us.
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    if (stderr_fd >= 0) ::dup2(stderr_fd, STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    for (const auto& [key, value] : options.env) ::setenv(key.c_str(), value.c_str(), 1);
+    exec_or_die(argv);
+  }
+  ::close(pipe_fds[1]);
+  if (stderr_fd >= 0) ::close(stderr_fd);
+  stdout_fd_ = pipe_fds[0];
+}
+
+Subprocess::~Subprocess() {
+  if (running()) stop();
+  if (stdout_fd_ >= 0) ::close(stdout_fd_);
+}
+
+std::optional<std::string> Subprocess::read_line(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd pfd{stdout_fd_, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return std::nullopt;
+    char buf[4096];
+    const ssize_t n = ::read(stdout_fd_, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    buffer_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void Subprocess::send_signal(int signal_number) {
+  if (running()) ::kill(pid_, signal_number);
+}
+
+std::optional<int> Subprocess::wait_for_exit(std::chrono::milliseconds timeout) {
+  if (exit_code_) return exit_code_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_code_ = decode_status(status);
+      return exit_code_;
+    }
+    if (r < 0 && errno != EINTR) {
+      exit_code_ = -1;
+      return exit_code_;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+int Subprocess::stop(std::chrono::milliseconds grace) {
+  if (!running()) return *exit_code_;
+  send_signal(SIGTERM);
+  if (auto code = wait_for_exit(grace)) return *code;
+  send_signal(SIGKILL);
+  return wait_for_exit(std::chrono::milliseconds(10000)).value_or(-1);
+}
+
+}  // namespace skewbench

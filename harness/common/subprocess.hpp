@@ -1,0 +1,63 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace skewbench {
+
+// Result of a command run to completion.
+struct CommandResult {
+  int exit_code = -1;  // -1 when the command was killed by a signal
+  std::string output;  // stdout and stderr, interleaved
+};
+
+// Runs argv to completion and returns its exit code and output. Throws
+// std::runtime_error when the program cannot be started.
+CommandResult run_command(const std::vector<std::string>& argv);
+
+// A child process that lives as long as this object. Its stdout is a pipe the
+// parent reads line by line (a service's ready line); its stderr is inherited or
+// sent to a file. The child gets SIGTERM if the parent dies, and the destructor
+// stops it: SIGTERM, a grace period, then SIGKILL.
+class Subprocess {
+ public:
+  struct Options {
+    std::map<std::string, std::string> env;  // added to the inherited environment
+    std::optional<std::string> stderr_path;  // append stderr here instead of inheriting it
+  };
+
+  Subprocess(const std::vector<std::string>& argv, const Options& options);
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // Reads one line from the child's stdout. Returns nullopt on EOF or when the
+  // timeout passes first.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout);
+
+  void send_signal(int signal_number);
+
+  // Waits for the child to exit; returns its exit code (128+signal when killed),
+  // or nullopt when the timeout passed.
+  std::optional<int> wait_for_exit(std::chrono::milliseconds timeout);
+
+  // SIGTERM, wait up to `grace`, then SIGKILL. Returns the exit code.
+  int stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+
+  bool running() const { return !exit_code_.has_value(); }
+
+ private:
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string buffer_;
+  std::optional<int> exit_code_;
+};
+
+}  // namespace skewbench

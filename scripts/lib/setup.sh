@@ -1,0 +1,142 @@
+# Shared set-up for scripts/test.sh and scripts/reproduce.sh. Sourced, not run.
+#
+#   skewbench_install_packages [--with-test-tools]
+#       installs the Debian/Ubuntu packages that are missing (nothing when all are
+#       present); without root or sudo prints the exact command and exits 2.
+#   skewbench_build BUILD_DIR [cmake -D options...]
+#       configures once, then builds incrementally in Release.
+
+set -euo pipefail
+
+SKEWBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+skewbench_log() { printf '[skewbench] %s\n' "$*" >&2; }
+
+# Packages every build needs, by name in Debian 12/13 and Ubuntu 22.04/24.04.
+SKEWBENCH_BUILD_PACKAGES=(
+  build-essential cmake pkg-config git ca-certificates
+  libpqxx-dev libpq-dev libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev
+  libcli11-dev libssl-dev postgresql
+)
+# Packages the test suite needs on top: Catch2 3, the offline validators of the
+# compose file (docker-compose) and the workflow (node + npm), and Chromium to
+# render the sweep report.
+# Each is checked by its command, since node and npm may come from elsewhere.
+SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "npm:nodejs npm" "chromium:chromium")
+
+skewbench_os_codename() {
+  . /etc/os-release
+  printf '%s:%s\n' "${ID:-unknown}" "${VERSION_CODENAME:-unknown}"
+}
+
+skewbench_missing_packages() {
+  local pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+      printf '%s\n' "$pkg"
+    fi
+  done
+}
+
+# Catch2 3 is packaged as "catch2" everywhere we support, but on Debian 12 only
+# in bookworm-backports; the bookworm archive itself has Catch2 2.
+skewbench_catch2_is_3() {
+  local v
+  v=$(dpkg-query -W -f='${Version}' catch2 2>/dev/null || true)
+  [[ -n "$v" && "$v" == 3* ]]
+}
+
+skewbench_as_root() {
+  if [[ $(id -u) -eq 0 ]]; then
+    "$@"
+  else
+    sudo -n "$@"
+  fi
+}
+
+skewbench_can_install() {
+  [[ $(id -u) -eq 0 ]] || sudo -n true 2>/dev/null
+}
+
+skewbench_install_packages() {
+  local with_tests=0
+  [[ "${1:-}" == "--with-test-tools" ]] && with_tests=1
+  command -v dpkg-query >/dev/null || {
+    skewbench_log "this script installs with apt (Debian or Ubuntu); install by hand: ${SKEWBENCH_BUILD_PACKAGES[*]}"
+    exit 2
+  }
+  local wanted=("${SKEWBENCH_BUILD_PACKAGES[@]}")
+  mapfile -t missing < <(skewbench_missing_packages "${wanted[@]}")
+  if [[ $with_tests -eq 1 ]]; then
+    local tool
+    for tool in "${SKEWBENCH_TEST_TOOLS[@]}"; do
+      if ! command -v "${tool%%:*}" >/dev/null; then
+        local -a tool_packages
+        read -r -a tool_packages <<<"${tool#*:}"
+        missing+=("${tool_packages[@]}")
+      fi
+    done
+  fi
+  local need_catch2=0
+  if [[ $with_tests -eq 1 ]] && ! skewbench_catch2_is_3; then need_catch2=1; fi
+  if [[ ${#missing[@]} -eq 0 && $need_catch2 -eq 0 ]]; then
+    skewbench_log "all required packages are installed"
+    return 0
+  fi
+
+  local codename backports=0
+  codename=$(skewbench_os_codename)
+  [[ $need_catch2 -eq 1 && "$codename" == "debian:bookworm" ]] && backports=1
+
+  if ! skewbench_can_install; then
+    skewbench_log "missing packages: ${missing[*]}${need_catch2:+ }$([[ $need_catch2 -eq 1 ]] && echo catch2)"
+    skewbench_log "run this as root (or give this user sudo), then run the script again:"
+    if [[ $backports -eq 1 ]]; then
+      printf '  echo "deb http://deb.debian.org/debian bookworm-backports main" > /etc/apt/sources.list.d/bookworm-backports.list\n' >&2
+    fi
+    printf '  apt-get update && apt-get install -y %s\n' "${missing[*]:-}" >&2
+    if [[ $need_catch2 -eq 1 ]]; then
+      if [[ $backports -eq 1 ]]; then
+        printf '  apt-get install -y -t bookworm-backports catch2\n' >&2
+      else
+        printf '  apt-get install -y catch2\n' >&2
+      fi
+    fi
+    exit 2
+  fi
+
+  export DEBIAN_FRONTEND=noninteractive
+  if [[ $backports -eq 1 ]] && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    skewbench_log "adding bookworm-backports for Catch2 3"
+    echo "deb http://deb.debian.org/debian bookworm-backports main" |
+      skewbench_as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
+  fi
+  skewbench_log "installing: ${missing[*]:-} $([[ $need_catch2 -eq 1 ]] && echo catch2)"
+  skewbench_as_root apt-get update -qq
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    skewbench_as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  if [[ $need_catch2 -eq 1 ]]; then
+    if [[ $backports -eq 1 ]]; then
+      skewbench_as_root apt-get install -y -qq -t bookworm-backports catch2 >/dev/null
+    else
+      skewbench_as_root apt-get install -y -qq catch2 >/dev/null
+    fi
+    skewbench_catch2_is_3 || {
+      skewbench_log "this distribution's catch2 package is not Catch2 3; the tests need Catch2 3"
+      exit 2
+    }
+  fi
+}
+
+skewbench_build() {
+  local build_dir="$1"
+  shift
+  if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+    skewbench_log "configuring $build_dir (Release)"
+    cmake -S "$SKEWBENCH_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  fi
+  skewbench_log "building $build_dir"
+  cmake --build "$build_dir" --parallel "$(nproc)" -- --no-print-directory >/dev/null ||
+    cmake --build "$build_dir" --parallel 1
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds in Release, and runs every unit and
+# integration test with CTest. Integration tests start their own throwaway
+# PostgreSQL cluster and remote-effect process; nothing needs to be running.
+#
+#   scripts/test.sh                 all tests
+#   scripts/test.sh -L unit         only the unit tests (any ctest arguments work)
+source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
+
+skewbench_install_packages --with-test-tools
+BUILD_DIR="${SKEWBENCH_BUILD_DIR:-$SKEWBENCH_ROOT/build}"
+skewbench_build "$BUILD_DIR"
+cd "$BUILD_DIR"
+exec ctest --output-on-failure --parallel "$(nproc)" "$@"
