@@ -1,0 +1,130 @@
+#include "common/json_reader.hpp"
+
+namespace skewbench {
+
+std::string_view json_type_name(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::object: return "object";
+    case nlohmann::json::value_t::array: return "array";
+    case nlohmann::json::value_t::string: return "string";
+    case nlohmann::json::value_t::boolean: return "boolean";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: return "integer";
+    case nlohmann::json::value_t::number_float: return "number";
+    default: return "unknown";
+  }
+}
+
+nlohmann::json parse_json_text(std::string_view text) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError("$", "not valid JSON (byte " + std::to_string(e.byte) + ")");
+  }
+}
+
+namespace {
+
+InputError type_error(const std::string& path, std::string_view expected, const nlohmann::json& got) {
+  return InputError(path, "expected " + std::string(expected) + ", got " + std::string(json_type_name(got)));
+}
+
+bool is_int(const nlohmann::json& v) {
+  if (v.is_number_integer()) return true;
+  return false;
+}
+
+}  // namespace
+
+std::int64_t expect_int(const nlohmann::json& value, const std::string& path) {
+  if (!is_int(value)) throw type_error(path, "an integer", value);
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    throw InputError(path, "integer out of range");
+  }
+  return value.get<std::int64_t>();
+}
+
+std::string expect_string(const nlohmann::json& value, const std::string& path) {
+  if (!value.is_string()) throw type_error(path, "a string", value);
+  return value.get<std::string>();
+}
+
+std::string index_path(const std::string& path, std::size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+ObjectReader::ObjectReader(const nlohmann::json& value, std::string path)
+    : value_(value), path_(std::move(path)) {
+  if (!value_.is_object()) throw type_error(path_, "an object", value_);
+}
+
+bool ObjectReader::has(std::string_view key) const { return value_.contains(key); }
+
+const nlohmann::json& ObjectReader::require(std::string_view key) {
+  const auto it = value_.find(key);
+  if (it == value_.end()) throw InputError(child_path(key), "required field is missing");
+  read_.emplace(key);
+  return *it;
+}
+
+std::int64_t ObjectReader::require_int(std::string_view key) {
+  return expect_int(require(key), child_path(key));
+}
+
+std::string ObjectReader::require_string(std::string_view key) {
+  return expect_string(require(key), child_path(key));
+}
+
+bool ObjectReader::require_bool(std::string_view key) {
+  const auto& v = require(key);
+  if (!v.is_boolean()) throw type_error(child_path(key), "a boolean", v);
+  return v.get<bool>();
+}
+
+const nlohmann::json& ObjectReader::require_object(std::string_view key) {
+  const auto& v = require(key);
+  if (!v.is_object()) throw type_error(child_path(key), "an object", v);
+  return v;
+}
+
+const nlohmann::json& ObjectReader::require_array(std::string_view key) {
+  const auto& v = require(key);
+  if (!v.is_array()) throw type_error(child_path(key), "an array", v);
+  return v;
+}
+
+const nlohmann::json* ObjectReader::optional(std::string_view key) {
+  const auto it = value_.find(key);
+  if (it == value_.end()) return nullptr;
+  read_.emplace(key);
+  return &*it;
+}
+
+std::optional<std::int64_t> ObjectReader::optional_int(std::string_view key) {
+  if (const auto* v = optional(key)) return expect_int(*v, child_path(key));
+  return std::nullopt;
+}
+
+std::optional<std::string> ObjectReader::optional_string(std::string_view key) {
+  if (const auto* v = optional(key)) return expect_string(*v, child_path(key));
+  return std::nullopt;
+}
+
+std::optional<bool> ObjectReader::optional_bool(std::string_view key) {
+  if (const auto* v = optional(key)) {
+    if (!v->is_boolean()) throw type_error(child_path(key), "a boolean", *v);
+    return v->get<bool>();
+  }
+  return std::nullopt;
+}
+
+void ObjectReader::claim(std::string_view key) { read_.emplace(key); }
+
+void ObjectReader::finish() const {
+  for (const auto& [key, _] : value_.items()) {
+    if (!read_.contains(key)) throw InputError(child_path(key), "unknown field");
+  }
+}
+
+}  // namespace skewbench

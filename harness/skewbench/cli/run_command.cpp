@@ -1,0 +1,190 @@
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "common/errors.hpp"
+#include "evidence/evidence.hpp"
+#include "infra/http_remote.hpp"
+#include "infra/pg_outbox.hpp"
+#include "runner/runner.hpp"
+#include "runner/stack.hpp"
+#include "scenario/scenario.hpp"
+
+namespace skewbench::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::atomic<bool>& interrupted_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+namespace {
+
+extern "C" void on_stop_signal(int) { interrupted_flag().store(true); }
+
+// Loads every scenario before anything starts, so a bad file costs nothing.
+std::vector<scenario::Scenario> load_all(const std::vector<std::string>& paths) {
+  std::vector<scenario::Scenario> out;
+  std::map<std::string, std::string> ids;
+  std::map<std::string, std::string> sections;
+  for (const auto& file : scenario::collect_scenario_files(paths)) {
+    auto s = scenario::load_scenario_file(file);
+    if (const auto [it, inserted] = ids.emplace(s.id, s.source); !inserted) {
+      throw scenario::ScenarioFileError(s.source, "$.id", "scenario id \"" + s.id + "\" is also used by " + it->second);
+    }
+    if (s.report_as) {
+      if (const auto [it, inserted] = sections.emplace(*s.report_as, s.source); !inserted) {
+        throw scenario::ScenarioFileError(s.source, "$.report_as",
+                                          "section \"" + *s.report_as + "\" is also reported by " + it->second);
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool holds_evidence(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / "summary.json", ec) || fs::exists(dir / "scenarios", ec);
+}
+
+}  // namespace
+
+void install_signal_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+int validate_scenarios(const std::vector<std::string>& paths) {
+  try {
+    const auto scenarios = load_all(paths);
+    for (const auto& s : scenarios) std::cout << "ok  " << s.source << "  (" << s.id << ")\n";
+    return exit_code::kPass;
+  } catch (const scenario::ScenarioFileError& e) {
+    std::cerr << "skewbench: invalid scenario: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+}
+
+int run_scenarios(const RunArgs& args) {
+  std::vector<scenario::Scenario> scenarios;
+  try {
+    scenarios = load_all(args.paths);
+  } catch (const scenario::ScenarioFileError& e) {
+    std::cerr << "skewbench: invalid scenario: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+  const fs::path out_dir = args.out_dir;
+  if (holds_evidence(out_dir) && !args.overwrite) {
+    std::cerr << "skewbench: " << out_dir.string()
+              << " already holds a run's evidence; choose another --out or pass --overwrite\n";
+    return exit_code::kUsage;
+  }
+  if (args.remote_url) {
+    try {
+      infra::parse_http_url(*args.remote_url);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "skewbench: --remote-url: " << e.what() << "\n";
+      return exit_code::kUsage;
+    }
+    for (const auto& s : scenarios) {
+      if (s.needs_remote_control()) {
+        std::cerr << "skewbench: " << s.source
+                  << ": restart_remote needs a remote-effect started by skewbench; drop --remote-url\n";
+        return exit_code::kUsage;
+      }
+    }
+  }
+
+  evidence::RunEnvironment env;
+  env.run_id = runner::new_run_id();
+  env.started_at_utc = evidence::utc_now_iso8601();
+  std::vector<runner::ScenarioResult> results;
+  std::vector<const scenario::Scenario*> scenario_ptrs;
+  for (const auto& s : scenarios) scenario_ptrs.push_back(&s);
+
+  std::optional<std::string> infrastructure_error;
+  try {
+    runner::Stack stack({args.database_url, args.remote_url, args.remote_effect_binary, args.remote_sync, args.quiet});
+    infra::PgOutbox outbox(stack.database_url(), env.run_id);
+    infra::HttpRemote remote(stack.remote_url());
+    const auto health = remote.health();
+    env.postgresql = {{"server_version", outbox.info().server_version},
+                      {"server_version_num", outbox.info().server_version_num},
+                      {"url", infra::redact_url(stack.database_url())},
+                      {"embedded", stack.embedded_database()}};
+    env.remote_effect = {{"url", stack.remote_url()},
+                         {"embedded", stack.embedded_remote()},
+                         {"service", health.value("service", json(nullptr))},
+                         {"boot_id", health.value("boot_id", json(nullptr))},
+                         {"version", health.value("version", json(nullptr))},
+                         {"git_commit", health.value("git_commit", json(nullptr))},
+                         {"sqlite_version", health.value("sqlite_version", json(nullptr))},
+                         {"sync", health.value("sync", json(nullptr))},
+                         {"default_ttl_seconds", health.value("default_ttl_seconds", json(nullptr))}};
+    env.warnings = evidence::standard_warnings(outbox.info().major());
+
+    runner::ScenarioRunner scenario_runner(remote, outbox,
+                                           {env.run_id, stack.remote_control(), &interrupted_flag(), true});
+    for (const auto& s : scenarios) {
+      if (!args.quiet) std::cerr << "skewbench: running " << s.id << "\n";
+      results.push_back(scenario_runner.run(s));
+    }
+  } catch (const Interrupted&) {
+    std::cerr << "skewbench: interrupted; services stopped, no evidence written\n";
+    return exit_code::kInterrupted;
+  } catch (const std::exception& e) {
+    infrastructure_error = e.what();
+  }
+
+  if (infrastructure_error) {
+    // Every scenario that did not run is an ERROR, so no artifact can read as a pass.
+    std::cerr << "skewbench: infrastructure error: " << *infrastructure_error << "\n";
+    for (std::size_t i = results.size(); i < scenarios.size(); ++i) {
+      runner::ScenarioResult r;
+      r.scenario_id = scenarios[i].id;
+      r.policy = std::string(scenarios[i].policy->name());
+      r.error = *infrastructure_error;
+      r.final_measurement = nullptr;
+      for (const auto& e : scenarios[i].expectations) r.checks.push_back({e.id, e.expected, nullptr, false, false});
+      results.push_back(std::move(r));
+    }
+    env.warnings.push_back("infrastructure error: " + *infrastructure_error);
+  }
+  for (const auto& s : scenarios) {
+    if (s.expectations.empty()) env.warnings.push_back("scenario " + s.id + " expects nothing: it cannot fail");
+  }
+  env.finished_at_utc = evidence::utc_now_iso8601();
+
+  std::string digest;
+  try {
+    digest = evidence::write_run_artifacts(out_dir, scenario_ptrs, results, env);
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot write evidence to " << out_dir.string() << ": " << e.what() << "\n";
+    return exit_code::kInfrastructure;
+  }
+
+  std::cout << evidence::results_table(results);
+  std::cout << "evidence: " << out_dir.string() << "  core digest: " << digest << "\n";
+  for (const auto& w : env.warnings) std::cout << "warning: " << w << "\n";
+
+  bool any_error = false;
+  bool all_pass = true;
+  for (const auto& r : results) {
+    any_error = any_error || r.error.has_value();
+    all_pass = all_pass && r.pass;
+  }
+  if (any_error) return exit_code::kInfrastructure;
+  return all_pass ? exit_code::kPass : exit_code::kExpectationFailed;
+}
+
+}  // namespace skewbench::cli

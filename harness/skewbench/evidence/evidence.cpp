@@ -1,0 +1,251 @@
+#include "evidence/evidence.hpp"
+
+#include <ctime>
+#include <iomanip>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <skewbench/build_info.hpp>
+
+#include "common/digest.hpp"
+#include "common/files.hpp"
+
+namespace skewbench::evidence {
+namespace {
+
+using nlohmann::json;
+
+std::string cell(const json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+json check_json(const runner::CheckResult& c) {
+  return {{"id", c.id}, {"expected", c.expected}, {"observed", c.observed}, {"measured", c.measured}, {"pass", c.pass}};
+}
+
+// A step record without what varies between runs of the same inputs.
+json core_step(const json& record) {
+  return {{"index", record["index"]},
+          {"kind", record["kind"]},
+          {"node", record["node"]},
+          {"at_s", record["at_s"]},
+          {"parameters", record["parameters"]},
+          {"observed", record.value("observed", json(nullptr))}};
+}
+
+std::string markdown(const std::vector<const scenario::Scenario*>& scenarios,
+                     const std::vector<runner::ScenarioResult>& results, const json& summary, const json& published,
+                     const RunEnvironment& env) {
+  std::ostringstream md;
+  md << "# skewbench run " << env.run_id << "\n\n";
+  md << "| scenario | policy | temporal state | decision | POSTs | effects | final status | verdict | pass |\n";
+  md << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : results) {
+    const json row_final = r.final_measurement.is_object() ? r.final_measurement : json::object();
+    md << "| " << r.scenario_id << " | " << r.policy << " | " << cell(r.temporal_state()) << " | "
+       << cell(r.decision()) << " | " << cell(row_final.value("post_requests", json(nullptr))) << " | "
+       << cell(row_final.value("effect_count", json(nullptr))) << " | "
+       << cell(row_final.value("status", json(nullptr))) << " | " << r.verdict << " | "
+       << (r.pass ? "yes" : "**no**") << " |\n";
+  }
+  bool any_section = false;
+  for (const auto* s : scenarios) any_section = any_section || s->report_as.has_value();
+  if (any_section) {
+    md << "\n## Published #018 checks\n\n| check | passed | points |\n|---|---|---|\n";
+    for (const auto& c : published["checks"]) {
+      md << "| " << c["id"].get<std::string>() << " | " << (c["passed"].get<bool>() ? "yes" : "**no**") << " | "
+         << c["points"] << "/" << c["max_points"] << " |\n";
+    }
+    md << "\nScore: **" << published["score"] << "/" << published["max_score"] << "**\n";
+  }
+  bool any_failed = false;
+  for (const auto& r : results) any_failed = any_failed || !r.pass;
+  if (any_failed) {
+    md << "\n## Failures\n\n";
+    for (const auto& r : results) {
+      if (r.error) md << "- " << r.scenario_id << ": ERROR: " << *r.error << "\n";
+      for (const auto& c : r.checks) {
+        if (!c.pass) {
+          md << "- " << r.scenario_id << ": `" << c.id << "` expected `" << c.expected.dump() << "`, observed `"
+             << (c.measured ? c.observed.dump() : std::string("not measured")) << "`\n";
+        }
+      }
+    }
+  }
+  md << "\n## Environment\n\n";
+  md << "- harness: " << build_info::kVersion << " (" << build_info::kGitCommit << ", " << build_info::kBuildType
+     << ")\n";
+  md << "- PostgreSQL: " << cell(env.postgresql.value("server_version", json(nullptr))) << "\n";
+  md << "- remote-effect: " << cell(env.remote_effect.value("version", json(nullptr))) << ", SQLite "
+     << cell(env.remote_effect.value("sqlite_version", json(nullptr))) << ", sync "
+     << cell(env.remote_effect.value("sync", json(nullptr))) << ", boot_id "
+     << cell(env.remote_effect.value("boot_id", json(nullptr))) << "\n";
+  md << "- core digest: `" << summary["core_digest"].get<std::string>() << "`\n";
+  if (!env.warnings.empty()) {
+    md << "\n## Warnings\n\n";
+    for (const auto& w : env.warnings) md << "- **" << w << "**\n";
+  }
+  return md.str();
+}
+
+}  // namespace
+
+json harness_json() {
+  return {{"name", "skewbench"},
+          {"version", build_info::kVersion},
+          {"git_commit", build_info::kGitCommit},
+          {"build_type", build_info::kBuildType}};
+}
+
+std::vector<std::string> standard_warnings(int postgres_major) {
+  std::vector<std::string> out;
+  if (build_info::kIsDebugBuild) {
+    out.push_back("harness built as Debug: timings are not representative");
+  }
+  if (postgres_major != kReferencePostgresMajor) {
+    out.push_back("PostgreSQL major " + std::to_string(postgres_major) + " differs from " +
+                  std::to_string(kReferencePostgresMajor) + ", the major of the published #018 run");
+  }
+  return out;
+}
+
+json RunEnvironment::to_json() const {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return {{"run_id", run_id},
+          {"harness", harness_json()},
+          {"postgresql", postgresql},
+          {"remote_effect", remote_effect},
+          {"sqlite_version", remote_effect.value("sqlite_version", json(nullptr))},
+          {"host", host},
+          {"started_at_utc", started_at_utc},
+          {"finished_at_utc", finished_at_utc}};
+}
+
+json scenario_core(const scenario::Scenario& s, const runner::ScenarioResult& r) {
+  json steps = json::array();
+  for (const auto& record : r.timeline) steps.push_back(core_step(record));
+  json checks = json::array();
+  for (const auto& c : r.checks) checks.push_back(check_json(c));
+  return {{"input", s.document},
+          {"steps", steps},
+          {"final", r.final_measurement},
+          {"checks", checks},
+          {"verdict", r.verdict},
+          {"errored", r.error.has_value()},
+          {"pass", r.pass}};
+}
+
+json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r) {
+  const json f = r.final_measurement.is_object() ? r.final_measurement : json::object();
+  return {{"id", s.id},
+          {"policy", r.policy},
+          {"temporal_state", r.temporal_state()},
+          {"decision", r.decision()},
+          {"post_requests", f.value("post_requests", json(nullptr))},
+          {"effect_count", f.value("effect_count", json(nullptr))},
+          {"final_status", f.value("status", json(nullptr))},
+          {"verdict", r.verdict},
+          {"pass", r.pass},
+          {"error", r.error ? json(*r.error) : json(nullptr)},
+          {"core_digest", json_digest(scenario_core(s, r))}};
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  std::ostringstream out;
+  out << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
+  return out.str();
+}
+
+std::string write_run_artifacts(const std::filesystem::path& out_dir,
+                                const std::vector<const scenario::Scenario*>& scenarios,
+                                const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env) {
+  const auto environment = env.to_json();
+  json rows = json::array();
+  json core_rows = json::array();
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    const auto& s = *scenarios[i];
+    const auto& r = results[i];
+    const auto core = scenario_core(s, r);
+    json checks = json::array();
+    for (const auto& c : r.checks) checks.push_back(check_json(c));
+    const json evidence = {{"schema_version", kSchemaVersion},
+                           {"kind", "scenario_evidence"},
+                           {"environment", environment},
+                           {"warnings", env.warnings},
+                           {"scenario_id", s.id},
+                           {"source", s.source},
+                           {"input", s.document},
+                           {"policy", {{"name", r.policy}, {"parameters", s.policy->parameters()}}},
+                           {"operation_id", r.operation_id},
+                           {"idempotency_key", r.idempotency_key},
+                           {"timeline", r.timeline},
+                           {"final", r.final_measurement},
+                           {"checks", checks},
+                           {"verdict", r.verdict},
+                           {"error", r.error ? json(*r.error) : json(nullptr)},
+                           {"pass", r.pass},
+                           {"duration_us", r.duration_us},
+                           {"core_digest", json_digest(core)}};
+    write_file_atomically(out_dir / "scenarios" / (s.id + ".json"), evidence.dump(2) + "\n");
+    rows.push_back(summary_row(s, r));
+    core_rows.push_back({{"id", s.id}, {"core_digest", rows.back()["core_digest"]}});
+  }
+  bool all_pass = !results.empty();
+  bool any_error = false;
+  for (const auto& r : results) {
+    all_pass = all_pass && r.pass;
+    any_error = any_error || r.error.has_value();
+  }
+  const auto run_digest = json_digest(core_rows);
+  const json summary = {{"schema_version", kSchemaVersion},
+                        {"kind", "run_summary"},
+                        {"environment", environment},
+                        {"warnings", env.warnings},
+                        {"outcome", any_error ? "error" : (all_pass ? "pass" : "fail")},
+                        {"scenarios", rows},
+                        {"core_digest", run_digest}};
+  write_file_atomically(out_dir / "summary.json", summary.dump(2) + "\n");
+  const auto published = published_result(scenarios, results, env);
+  auto published_with_env = published;
+  published_with_env["environment"] = environment;
+  write_file_atomically(out_dir / "result.json", published_with_env.dump(2) + "\n");
+  write_file_atomically(out_dir / "RESULT.md", markdown(scenarios, results, summary, published, env));
+  return run_digest;
+}
+
+std::string results_table(const std::vector<runner::ScenarioResult>& results) {
+  const std::vector<std::pair<std::string, std::size_t>> columns = {
+      {"scenario", 34}, {"policy", 19}, {"temporal", 13}, {"decision", 16}, {"POSTs", 6},
+      {"effects", 8},   {"status", 10}, {"verdict", 9},   {"pass", 4}};
+  std::ostringstream out;
+  for (const auto& [name, width] : columns) out << pad(name, width) << " ";
+  out << "\n";
+  for (const auto& r : results) {
+    const json f = r.final_measurement.is_object() ? r.final_measurement : json::object();
+    const std::vector<std::string> values = {r.scenario_id,
+                                             r.policy,
+                                             cell(r.temporal_state()),
+                                             cell(r.decision()),
+                                             cell(f.value("post_requests", json(nullptr))),
+                                             cell(f.value("effect_count", json(nullptr))),
+                                             cell(f.value("status", json(nullptr))),
+                                             r.verdict,
+                                             r.pass ? "yes" : "NO"};
+    for (std::size_t i = 0; i < values.size(); ++i) out << pad(values[i], columns[i].second) << " ";
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace skewbench::evidence

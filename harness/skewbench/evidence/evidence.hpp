@@ -1,0 +1,65 @@
+#pragma once
+
+// Layer 5: evidence. Every artifact names its schema version, the exact inputs,
+// the versions of everything it ran against, its warnings, and a SHA-256 digest
+// over its deterministic core: inputs, decisions, counts and verdicts, but not
+// timings, hosts, run ids or boot ids. The same inputs give the same core
+// digest on every run.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/runner.hpp"
+#include "scenario/scenario.hpp"
+
+namespace skewbench::evidence {
+
+inline constexpr const char* kSchemaVersion = "skewbench-evidence/1";
+// The PostgreSQL major the published #018 run used.
+inline constexpr int kReferencePostgresMajor = 17;
+
+// Where and with what a run happened. Nothing here enters a core digest.
+struct RunEnvironment {
+  std::string run_id;
+  nlohmann::json postgresql = nlohmann::json::object();     // server_version, server_version_num, url, embedded
+  nlohmann::json remote_effect = nlohmann::json::object();  // url, boot_id, version, sqlite_version, sync, embedded
+  std::string started_at_utc;
+  std::string finished_at_utc;
+  std::vector<std::string> warnings;
+
+  nlohmann::json to_json() const;
+};
+
+// The harness's own identity: version, git commit, build type.
+nlohmann::json harness_json();
+
+// Warnings every artifact must show: a Debug build, a PostgreSQL major other
+// than the reference one.
+std::vector<std::string> standard_warnings(int postgres_major);
+
+// The deterministic core of one scenario's result, and its digest.
+nlohmann::json scenario_core(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
+
+// One row of summary.json.
+nlohmann::json summary_row(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
+
+// result.json in the published #018 shape; computed from measured results only.
+nlohmann::json published_result(const std::vector<const scenario::Scenario*>& scenarios,
+                                const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
+
+// Writes DIR/scenarios/<id>.json, DIR/summary.json, DIR/result.json and
+// DIR/RESULT.md, each atomically. Returns the run's core digest.
+std::string write_run_artifacts(const std::filesystem::path& out_dir,
+                                 const std::vector<const scenario::Scenario*>& scenarios,
+                                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
+
+// The plain-text table printed at the end of a run.
+std::string results_table(const std::vector<runner::ScenarioResult>& results);
+
+// UTC time as 2026-11-30T01:58:30Z (wall clock: for the record only).
+std::string utc_now_iso8601();
+
+}  // namespace skewbench::evidence

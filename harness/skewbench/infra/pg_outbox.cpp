@@ -1,0 +1,237 @@
+#include "infra/pg_outbox.hpp"
+
+#include <regex>
+
+#include "common/errors.hpp"
+#include "infra/pqxx_compat.hpp"
+
+namespace skewbench::infra {
+namespace {
+
+constexpr const char* kSchemaSql = R"sql(
+CREATE SCHEMA IF NOT EXISTS skewbench;
+CREATE TABLE IF NOT EXISTS skewbench.schema_version (
+  version     integer PRIMARY KEY,
+  description text NOT NULL,
+  applied_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS skewbench.business_operation (
+  run_id       text   NOT NULL,
+  operation_id text   NOT NULL,
+  state        text   NOT NULL CHECK (state IN ('absent', 'committed')),
+  version      bigint NOT NULL,
+  PRIMARY KEY (run_id, operation_id)
+);
+CREATE TABLE IF NOT EXISTS skewbench.outbox (
+  run_id                 text    NOT NULL,
+  operation_id           text    NOT NULL,
+  idempotency_key        text    NOT NULL UNIQUE,
+  ttl_s                  bigint  NOT NULL CHECK (ttl_s > 0),
+  key_created_at_s       bigint,
+  key_expires_at_s       bigint,
+  status                 text    NOT NULL CHECK (status IN ('pending', 'delivered')),
+  delivery_attempts      integer NOT NULL DEFAULT 0,
+  last_transport_outcome text,
+  delivered_at_s         bigint,
+  PRIMARY KEY (run_id, operation_id),
+  FOREIGN KEY (run_id, operation_id) REFERENCES skewbench.business_operation (run_id, operation_id)
+);
+INSERT INTO skewbench.schema_version (version, description)
+VALUES (1, 'business operation and transactional outbox')
+ON CONFLICT (version) DO NOTHING;
+)sql";
+
+// Any stable 64-bit number serialises concurrent schema creation.
+constexpr const char* kSchemaLockSql = "SELECT pg_advisory_xact_lock(7263415901)";
+
+void require_one_row(const pqxx::result& r, const char* what, const std::string& operation_id) {
+  if (r.affected_rows() != 1) {
+    throw InfrastructureError(std::string("outbox: ") + what + " changed " + std::to_string(r.affected_rows()) +
+                              " rows for operation " + operation_id + " (expected 1)");
+  }
+}
+
+std::optional<std::int64_t> optional_int(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<std::int64_t>();
+}
+
+}  // namespace
+
+const char* to_string(TransportOutcome outcome) {
+  switch (outcome) {
+    case TransportOutcome::AckReceived: return "ACK_RECEIVED";
+    case TransportOutcome::AckUnknown: return "ACK_UNKNOWN";
+    case TransportOutcome::Rejected: return "REJECTED";
+  }
+  return "INVALID";
+}
+
+nlohmann::json OutboxRow::to_json() const {
+  auto opt = [](const auto& v) -> nlohmann::json { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {
+      {"operation_id", operation_id},
+      {"business_state", business_state},
+      {"business_version", business_version},
+      {"idempotency_key", idempotency_key},
+      {"ttl_s", ttl_s},
+      {"key_created_at_s", opt(key_created_at_s)},
+      {"key_expires_at_s", opt(key_expires_at_s)},
+      {"status", status},
+      {"delivery_attempts", delivery_attempts},
+      {"last_transport_outcome", opt(last_transport_outcome)},
+      {"delivered_at_s", opt(delivered_at_s)},
+  };
+}
+
+std::string redact_url(const std::string& url) {
+  static const std::regex kCredentials(R"(^([a-zA-Z][a-zA-Z0-9+.-]*://)([^@/]*)@)");
+  return std::regex_replace(url, kCredentials, "$1***@");
+}
+
+struct PgOutbox::Connection {
+  explicit Connection(const std::string& url) : pq(url) {}
+  pqxx::connection pq;
+};
+
+template <typename F>
+auto PgOutbox::in_transaction(const char* what, F&& body) {
+  try {
+    pqxx::work tx(connection_->pq);
+    if constexpr (std::is_void_v<decltype(body(tx))>) {
+      body(tx);
+      tx.commit();
+    } else {
+      auto out = body(tx);
+      tx.commit();
+      return out;
+    }
+  } catch (const InfrastructureError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InfrastructureError(std::string("PostgreSQL failed during ") + what + ": " + e.what());
+  }
+}
+
+PgOutbox::PgOutbox(const std::string& database_url, std::string run_id) : run_id_(std::move(run_id)) {
+  try {
+    connection_ = std::make_unique<Connection>(database_url);
+  } catch (const std::exception& e) {
+    throw InfrastructureError("cannot connect to PostgreSQL at " + redact_url(database_url) + ": " + e.what());
+  }
+  in_transaction("schema creation", [&](pqxx::work& tx) {
+    pq::exec0(tx, kSchemaLockSql);
+    pq::exec0(tx, kSchemaSql);
+    const auto v = pq::exec0(tx, "SELECT max(version) FROM skewbench.schema_version");
+    const auto version = v[0][0].as<int>();
+    if (version > kOutboxSchemaVersion) {
+      throw InfrastructureError("database schema version " + std::to_string(version) +
+                                " is newer than this harness understands (" +
+                                std::to_string(kOutboxSchemaVersion) + ")");
+    }
+    const auto s = pq::exec0(tx, "SELECT current_setting('server_version'), current_setting('server_version_num')");
+    info_.server_version = s[0][0].c_str();
+    info_.server_version_num = s[0][1].as<int>();
+  });
+
+  auto& c = connection_->pq;
+  c.prepare("declare_operation",
+            "INSERT INTO skewbench.business_operation (run_id, operation_id, state, version) "
+            "VALUES ($1, $2, 'absent', 0)");
+  c.prepare("commit_business",
+            "UPDATE skewbench.business_operation SET state = 'committed', version = version + 1 "
+            "WHERE run_id = $1 AND operation_id = $2 AND state = 'absent'");
+  c.prepare("insert_outbox",
+            "INSERT INTO skewbench.outbox (run_id, operation_id, idempotency_key, ttl_s, status) "
+            "VALUES ($1, $2, $3, $4, 'pending')");
+  c.prepare("record_attempt",
+            "UPDATE skewbench.outbox SET delivery_attempts = delivery_attempts + 1, "
+            "key_created_at_s = COALESCE(key_created_at_s, $3::bigint), "
+            "key_expires_at_s = COALESCE(key_expires_at_s, $3::bigint + ttl_s) "
+            "WHERE run_id = $1 AND operation_id = $2");
+  c.prepare("record_outcome",
+            "UPDATE skewbench.outbox SET last_transport_outcome = $3, "
+            "status = CASE WHEN $4::boolean THEN 'delivered' ELSE status END, "
+            "delivered_at_s = CASE WHEN $4::boolean AND delivered_at_s IS NULL THEN $5::bigint "
+            "ELSE delivered_at_s END "
+            "WHERE run_id = $1 AND operation_id = $2");
+  c.prepare("mark_delivered",
+            "UPDATE skewbench.outbox SET status = 'delivered', "
+            "delivered_at_s = COALESCE(delivered_at_s, $3::bigint) "
+            "WHERE run_id = $1 AND operation_id = $2");
+  c.prepare("read_outbox",
+            "SELECT b.state, b.version, o.idempotency_key, o.ttl_s, o.key_created_at_s, o.key_expires_at_s, "
+            "o.status, o.delivery_attempts, o.last_transport_outcome, o.delivered_at_s "
+            "FROM skewbench.business_operation b "
+            "LEFT JOIN skewbench.outbox o USING (run_id, operation_id) "
+            "WHERE b.run_id = $1 AND b.operation_id = $2");
+}
+
+PgOutbox::~PgOutbox() = default;
+
+void PgOutbox::declare_operation(const std::string& operation_id) {
+  in_transaction("declare_operation", [&](pqxx::work& tx) {
+    require_one_row(pq::exec_prepared(tx, "declare_operation", run_id_, operation_id), "declare_operation",
+                    operation_id);
+  });
+}
+
+void PgOutbox::commit_operation(const std::string& operation_id, const std::string& idempotency_key,
+                                std::int64_t ttl_s) {
+  in_transaction("commit_operation", [&](pqxx::work& tx) {
+    require_one_row(pq::exec_prepared(tx, "commit_business", run_id_, operation_id), "commit_business",
+                    operation_id);
+    require_one_row(pq::exec_prepared(tx, "insert_outbox", run_id_, operation_id, idempotency_key, ttl_s),
+                    "insert_outbox", operation_id);
+  });
+}
+
+void PgOutbox::record_attempt(const std::string& operation_id, std::int64_t logical_time_s) {
+  in_transaction("record_attempt", [&](pqxx::work& tx) {
+    require_one_row(pq::exec_prepared(tx, "record_attempt", run_id_, operation_id, logical_time_s),
+                    "record_attempt", operation_id);
+  });
+}
+
+void PgOutbox::record_outcome(const std::string& operation_id, TransportOutcome outcome, bool delivered,
+                              std::int64_t logical_time_s) {
+  in_transaction("record_outcome", [&](pqxx::work& tx) {
+    require_one_row(pq::exec_prepared(tx, "record_outcome", run_id_, operation_id, std::string(to_string(outcome)),
+                                      delivered, logical_time_s),
+                    "record_outcome", operation_id);
+  });
+}
+
+void PgOutbox::mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) {
+  in_transaction("mark_delivered", [&](pqxx::work& tx) {
+    require_one_row(pq::exec_prepared(tx, "mark_delivered", run_id_, operation_id, logical_time_s),
+                    "mark_delivered", operation_id);
+  });
+}
+
+OutboxRow PgOutbox::read(const std::string& operation_id) {
+  return in_transaction("read", [&](pqxx::work& tx) {
+    const auto r = pq::exec_prepared(tx, "read_outbox", run_id_, operation_id);
+    if (r.size() != 1) throw InfrastructureError("outbox: no business operation " + operation_id);
+    const auto row = r[0];
+    OutboxRow out;
+    out.operation_id = operation_id;
+    out.business_state = row[0].c_str();
+    out.business_version = row[1].as<std::int64_t>();
+    if (!row[2].is_null()) {
+      out.idempotency_key = row[2].c_str();
+      out.ttl_s = row[3].as<std::int64_t>();
+      out.key_created_at_s = optional_int(row[4]);
+      out.key_expires_at_s = optional_int(row[5]);
+      out.status = row[6].c_str();
+      out.delivery_attempts = row[7].as<std::int64_t>();
+      if (!row[8].is_null()) out.last_transport_outcome = row[8].c_str();
+      out.delivered_at_s = optional_int(row[9]);
+    } else {
+      out.status = "absent";
+    }
+    return out;
+  });
+}
+
+}  // namespace skewbench::infra

@@ -1,0 +1,55 @@
+#pragma once
+
+// The transactional outbox in PostgreSQL (libpqxx). All rows of one run carry
+// its run id, so runs against a long-lived database never collide.
+
+#include <memory>
+#include <string>
+
+#include "infra/ports.hpp"
+
+namespace skewbench::infra {
+
+inline constexpr int kOutboxSchemaVersion = 1;
+
+struct PostgresInfo {
+  std::string server_version;      // SHOW server_version, e.g. "17.6 (Debian ...)"
+  int server_version_num = 0;      // e.g. 170006
+  int major() const { return server_version_num / 10000; }
+};
+
+class PgOutbox final : public OutboxApi {
+ public:
+  // Connects, creates the schema if absent (under an advisory lock, so parallel
+  // workers may start at once) and prepares the statements. Throws
+  // InfrastructureError when the database cannot be reached or its schema is
+  // newer than this harness.
+  PgOutbox(const std::string& database_url, std::string run_id);
+  ~PgOutbox() override;
+
+  void declare_operation(const std::string& operation_id) override;
+  void commit_operation(const std::string& operation_id, const std::string& idempotency_key,
+                        std::int64_t ttl_s) override;
+  void record_attempt(const std::string& operation_id, std::int64_t logical_time_s) override;
+  void record_outcome(const std::string& operation_id, TransportOutcome outcome, bool delivered,
+                      std::int64_t logical_time_s) override;
+  void mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) override;
+  OutboxRow read(const std::string& operation_id) override;
+
+  const PostgresInfo& info() const { return info_; }
+
+ private:
+  struct Connection;  // wraps pqxx::connection, whose type differs between libpqxx versions
+
+  template <typename F>
+  auto in_transaction(const char* what, F&& body);
+
+  std::unique_ptr<Connection> connection_;
+  std::string run_id_;
+  PostgresInfo info_;
+};
+
+// Removes a scheme's credentials from a connection URL for evidence files.
+std::string redact_url(const std::string& url);
+
+}  // namespace skewbench::infra

@@ -1,0 +1,89 @@
+#pragma once
+
+// The two systems a scenario touches, as interfaces. The runner uses the real
+// adapters (PostgreSQL through libpqxx, remote-effect through cpp-httplib);
+// unit tests of steps may use fakes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace skewbench::infra {
+
+// How a POST ended on the wire.
+enum class TransportOutcome {
+  AckReceived,  // 200 with a delivery (applied or deduplicated)
+  AckUnknown,   // the connection closed with no response: the effect may or may not exist
+  Rejected,     // 409 or 422: the remote refused by protocol rule, nothing applied
+};
+const char* to_string(TransportOutcome outcome);
+
+struct PostEffectRequest {
+  std::string operation_id;
+  std::string idempotency_key;
+  std::int64_t ttl_s = 60;
+  std::int64_t logical_time_s = 0;
+  bool drop_ack = false;
+  std::string body;
+};
+
+// One request and what came back, as recorded in the timeline.
+struct HttpExchange {
+  nlohmann::json request;                 // method, path, headers
+  std::optional<int> http_status;         // absent when no response arrived
+  nlohmann::json response_body;           // null when no response arrived
+  TransportOutcome outcome = TransportOutcome::AckReceived;
+  std::int64_t duration_us = 0;           // wall time; never part of the core digest
+};
+
+class RemoteApi {
+ public:
+  virtual ~RemoteApi() = default;
+  // Throws InfrastructureError when the remote is unreachable or answers with a
+  // status outside the protocol (anything but 200, 409, 422).
+  virtual HttpExchange post_effect(const PostEffectRequest& request) = 0;
+  // GET /status/{operation_id} at a logical time. Throws InfrastructureError
+  // unless the answer is a 200 snapshot.
+  virtual HttpExchange status(const std::string& operation_id, std::int64_t logical_time_s) = 0;
+  virtual nlohmann::json health() = 0;
+};
+
+struct OutboxRow {
+  std::string operation_id;
+  std::string business_state;  // absent | committed
+  std::int64_t business_version = 0;
+  std::string idempotency_key;
+  std::int64_t ttl_s = 0;
+  std::optional<std::int64_t> key_created_at_s;
+  std::optional<std::int64_t> key_expires_at_s;
+  std::string status;  // pending | delivered
+  std::int64_t delivery_attempts = 0;
+  std::optional<std::string> last_transport_outcome;
+  std::optional<std::int64_t> delivered_at_s;
+
+  nlohmann::json to_json() const;
+};
+
+class OutboxApi {
+ public:
+  virtual ~OutboxApi() = default;
+  // Declares the operation (business state absent, version 0).
+  virtual void declare_operation(const std::string& operation_id) = 0;
+  // One transaction: business absent -> committed (version + 1) and an outbox
+  // row, status pending, holding the stable idempotency key and its TTL.
+  virtual void commit_operation(const std::string& operation_id, const std::string& idempotency_key,
+                                std::int64_t ttl_s) = 0;
+  // Before a POST: delivery_attempts + 1; the first attempt also fixes the
+  // key's window [created_at, created_at + ttl).
+  virtual void record_attempt(const std::string& operation_id, std::int64_t logical_time_s) = 0;
+  // After a POST: the transport outcome; delivered -> status delivered at time.
+  virtual void record_outcome(const std::string& operation_id, TransportOutcome outcome,
+                              bool delivered, std::int64_t logical_time_s) = 0;
+  // Recovery concluded from the remote's state that the effect exists.
+  virtual void mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) = 0;
+  virtual OutboxRow read(const std::string& operation_id) = 0;
+};
+
+}  // namespace skewbench::infra

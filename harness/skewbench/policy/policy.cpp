@@ -1,0 +1,140 @@
+#include "policy/policy.hpp"
+
+#include <stdexcept>
+
+namespace skewbench::policy {
+
+nlohmann::json PolicyEvaluation::to_json() const {
+  nlohmann::json out = {
+      {"time_basis", time_basis},
+      {"reading_s", reading_s},
+      {"decision_time_s", decision_time_s},
+      {"temporal_state", to_string(state)},
+      {"decision", to_string(decision)},
+  };
+  if (interval) out["interval_s"] = {interval->lower_s, interval->upper_s};
+  return out;
+}
+
+namespace {
+
+// The node's own clock is the replay authority. This is the unsafe policy the
+// benchmark exists to expose: two nodes reading the same record at different
+// local times reach opposite decisions.
+class NodeLocalPolicy final : public ReplayPolicy {
+ public:
+  std::string_view name() const override { return "node_local"; }
+  nlohmann::json parameters() const override { return nlohmann::json::object(); }
+
+  PolicyEvaluation evaluate(const RecoveryContext& c) const override {
+    PolicyEvaluation e;
+    e.reading_s = c.node_clock.read(c.reference_s);
+    e.time_basis = "node_clock:" + c.node_clock.node_id;
+    e.decision_time_s = e.reading_s;
+    e.state = classify_point(e.reading_s, c.expires_at_s);
+    e.decision = decide(e.state);
+    return e;
+  }
+};
+
+// Expiry is judged at one declared authority's time, whatever the local clock
+// of the recovering node says; the replay carries that time to the remote.
+class DeclaredAuthorityPolicy final : public ReplayPolicy {
+ public:
+  explicit DeclaredAuthorityPolicy(time::DeclaredAuthority authority) : authority_(std::move(authority)) {}
+
+  std::string_view name() const override { return "declared_authority"; }
+  nlohmann::json parameters() const override {
+    return {{"authority", {{"identity", authority_.identity}, {"offset_s", authority_.offset_s}}}};
+  }
+
+  PolicyEvaluation evaluate(const RecoveryContext& c) const override {
+    PolicyEvaluation e;
+    e.reading_s = authority_.read(c.reference_s);
+    e.time_basis = "authority:" + authority_.identity;
+    e.decision_time_s = e.reading_s;
+    e.state = classify_point(e.reading_s, c.expires_at_s);
+    e.decision = decide(e.state);
+    return e;
+  }
+
+ private:
+  time::DeclaredAuthority authority_;
+};
+
+// The node declares how wrong its clock may be. Only an interval wholly on one
+// side of expiry decides; one that straddles expiry stays TIME_UNKNOWN and the
+// node reconciles with the remote instead of replaying.
+class UncertaintyPolicy final : public ReplayPolicy {
+ public:
+  explicit UncertaintyPolicy(LogicalSeconds max_clock_error_s) : max_clock_error_s_(max_clock_error_s) {}
+
+  std::string_view name() const override { return "uncertainty"; }
+  nlohmann::json parameters() const override { return {{"max_clock_error_s", max_clock_error_s_}}; }
+
+  PolicyEvaluation evaluate(const RecoveryContext& c) const override {
+    PolicyEvaluation e;
+    e.reading_s = c.node_clock.read(c.reference_s);
+    e.time_basis = "interval:" + c.node_clock.node_id;
+    e.decision_time_s = e.reading_s;
+    e.interval = time::UncertaintyInterval::around(e.reading_s, max_clock_error_s_);
+    e.state = classify_interval(*e.interval, c.expires_at_s);
+    e.decision = decide(e.state);
+    return e;
+  }
+
+ private:
+  LogicalSeconds max_clock_error_s_;
+};
+
+PolicyRegistry make_builtin_registry() {
+  PolicyRegistry registry;
+  registry.add("node_local", [](ObjectReader&) { return std::make_unique<NodeLocalPolicy>(); });
+  registry.add("declared_authority", [](ObjectReader& spec) {
+    ObjectReader authority(spec.require_object("authority"), spec.child_path("authority"));
+    time::DeclaredAuthority a{authority.require_string("identity"), authority.require_int("offset_s")};
+    if (a.identity.empty()) throw InputError(authority.child_path("identity"), "must not be empty");
+    authority.finish();
+    return std::make_unique<DeclaredAuthorityPolicy>(std::move(a));
+  });
+  registry.add("uncertainty", [](ObjectReader& spec) {
+    const auto eps = spec.require_int("max_clock_error_s");
+    if (eps < 0) throw InputError(spec.child_path("max_clock_error_s"), "must be >= 0");
+    return std::make_unique<UncertaintyPolicy>(eps);
+  });
+  return registry;
+}
+
+}  // namespace
+
+void PolicyRegistry::add(std::string name, PolicyFactory factory) {
+  if (factories_.contains(name)) throw std::logic_error("policy registered twice: " + name);
+  factories_.emplace(std::move(name), std::move(factory));
+}
+
+std::unique_ptr<ReplayPolicy> PolicyRegistry::make(const nlohmann::json& spec, const std::string& path) const {
+  ObjectReader reader(spec, path);
+  const auto name = reader.require_string("name");
+  const auto it = factories_.find(name);
+  if (it == factories_.end()) {
+    std::string known;
+    for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
+    throw InputError(reader.child_path("name"), "unknown policy \"" + name + "\" (known: " + known + ")");
+  }
+  auto policy = it->second(reader);
+  reader.finish();
+  return policy;
+}
+
+std::vector<std::string> PolicyRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : factories_) out.push_back(name);
+  return out;
+}
+
+const PolicyRegistry& builtin_policies() {
+  static const PolicyRegistry registry = make_builtin_registry();
+  return registry;
+}
+
+}  // namespace skewbench::policy

@@ -1,0 +1,70 @@
+#pragma once
+
+// Layer 2: replay policies. A policy turns what a recovering node knows (its own
+// clock, the record's expires_at, and whatever time source the policy declares)
+// into a temporal state and a decision. Policies are small classes registered
+// by name; a scenario names one and gives its parameters.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/json_reader.hpp"
+#include "policy/temporal.hpp"
+#include "time/logical_time.hpp"
+
+namespace skewbench::policy {
+
+// What a recovering node knows when it decides. All times are logical.
+struct RecoveryContext {
+  LogicalSeconds reference_s = 0;  // the step's reference ("true") time
+  time::NodeClock node_clock;      // the recovering node's clock
+  LogicalSeconds expires_at_s = 0; // the idempotency record's expiry
+};
+
+struct PolicyEvaluation {
+  std::string time_basis;                     // whose time decided, e.g. "authority:<identity>"
+  LogicalSeconds reading_s = 0;               // that time source's reading
+  LogicalSeconds decision_time_s = 0;         // the X-Logical-Time a replay carries
+  std::optional<time::UncertaintyInterval> interval;
+  TemporalState state = TemporalState::TimeUnknown;
+  Decision decision = Decision::ReconcileFirst;
+
+  nlohmann::json to_json() const;
+};
+
+class ReplayPolicy {
+ public:
+  virtual ~ReplayPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // The policy's parameters as they appear in a scenario file (for evidence).
+  virtual nlohmann::json parameters() const = 0;
+  virtual PolicyEvaluation evaluate(const RecoveryContext& context) const = 0;
+};
+
+// Builds a policy from the scenario's "policy" object; the reader has already
+// consumed "name" and the factory must read (or reject) every other key.
+using PolicyFactory = std::function<std::unique_ptr<ReplayPolicy>(ObjectReader& spec)>;
+
+class PolicyRegistry {
+ public:
+  // Throws std::logic_error when the name is already taken.
+  void add(std::string name, PolicyFactory factory);
+  // Throws InputError (unknown name, bad parameters) with the JSON path.
+  std::unique_ptr<ReplayPolicy> make(const nlohmann::json& spec, const std::string& path) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, PolicyFactory, std::less<>> factories_;
+};
+
+// The registry holding node_local, declared_authority and uncertainty.
+const PolicyRegistry& builtin_policies();
+
+}  // namespace skewbench::policy

@@ -1,0 +1,50 @@
+#pragma once
+
+// Layer 2 vocabulary: the temporal state of an idempotency record and the
+// decisions a recovering node can take. Names match the evidence files.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "time/logical_time.hpp"
+
+namespace skewbench::policy {
+
+using time::LogicalSeconds;
+
+enum class TemporalState { Active, Expired, TimeUnknown };
+
+// What a policy decides from the temporal state alone.
+enum class Decision {
+  ReplaySameKey,   // send the delivery again with the stable idempotency key
+  ReconcileFirst,  // do not replay on time grounds; read the remote's state first
+};
+
+// What recovery does after reading the authoritative remote state.
+enum class ReconcileAction {
+  CompleteWithoutReplay,  // the remote already committed the effect
+  ReplayAfterReconcile,   // the remote has no effect: a fresh replay is safe
+  HoldAndEscalate,        // anything else (e.g. a conflict): stop and ask a person
+};
+
+std::string_view to_string(TemporalState state);
+std::string_view to_string(Decision decision);
+std::string_view to_string(ReconcileAction action);
+std::optional<TemporalState> temporal_state_from_string(std::string_view text);
+
+// A point reading decides strictly: active iff t < expires_at, so at exactly
+// expires_at the record is expired (the remote-effect rule).
+TemporalState classify_point(LogicalSeconds t, LogicalSeconds expires_at_s);
+
+// An interval decides only when it lies wholly on one side of expiry:
+// ACTIVE iff upper < expiry, EXPIRED iff lower >= expiry, else TIME_UNKNOWN.
+TemporalState classify_interval(const time::UncertaintyInterval& interval, LogicalSeconds expires_at_s);
+
+// Uncertain time never becomes permission: only a definite state may replay.
+Decision decide(TemporalState state);
+
+// The reconcile rule, from the remote's status name (absent/committed/conflict).
+ReconcileAction reconcile(std::string_view remote_status);
+
+}  // namespace skewbench::policy

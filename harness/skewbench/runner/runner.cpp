@@ -1,0 +1,180 @@
+#include "runner/runner.hpp"
+
+#include <chrono>
+#include <random>
+
+#include "common/errors.hpp"
+#include "infra/remote_snapshot.hpp"
+
+namespace skewbench::runner {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::int64_t micros_since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+}
+
+const json* last_recover_observation(const json& timeline) {
+  const json* found = nullptr;
+  for (const auto& record : timeline) {
+    if (record.value("kind", "") == "recover" && record.contains("observed")) found = &record["observed"];
+  }
+  return found;
+}
+
+// The closing measurement, read back from the remote's own state and from the
+// outbox at the reference time of the last step.
+json measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const std::string& operation_id,
+                   time::LogicalSeconds at_s) {
+  const auto ex = remote.status(operation_id, at_s);
+  const auto snapshot = infra::parse_snapshot(ex.response_body);
+  const auto row = outbox.read(operation_id);
+  return {
+      {"evaluation_time_s", at_s},
+      {"effect_count", snapshot.effect_count},
+      {"post_requests", snapshot.post_requests},
+      {"ack_drops", snapshot.ack_drops},
+      {"active_idempotency_records", snapshot.active_idempotency_records},
+      {"status", snapshot.status},
+      {"outbox_status", row.status},
+      {"delivery_attempts", row.delivery_attempts},
+      {"business_state", row.business_state},
+  };
+}
+
+}  // namespace
+
+json ScenarioResult::temporal_state() const {
+  const auto* o = last_recover_observation(timeline);
+  return o ? o->value("temporal_state", json(nullptr)) : json(nullptr);
+}
+
+json ScenarioResult::decision() const {
+  const auto* o = last_recover_observation(timeline);
+  return o ? o->value("decision", json(nullptr)) : json(nullptr);
+}
+
+std::string compute_verdict(const json& final_measurement, const json& timeline) {
+  if (!final_measurement.is_object()) return kVerdictError;
+  const auto effects = final_measurement.at("effect_count").get<std::int64_t>();
+  if (effects >= 2) return kVerdictConflict;
+  bool refused = false;
+  for (const auto& record : timeline) {
+    if (record.value("kind", "") != "recover" || !record.contains("observed")) continue;
+    const auto& o = record["observed"];
+    if (o.value("temporal_state", json(nullptr)) == "TIME_UNKNOWN") refused = true;
+    if (o.value("reconcile_action", json(nullptr)) == "HOLD_AND_ESCALATE") refused = true;
+  }
+  if (effects == 1 && final_measurement.at("outbox_status") == "delivered" && !refused) return kVerdictSafe;
+  return kVerdictHeld;
+}
+
+std::string operation_id_for(const std::string& run_id, const std::string& scenario_id) {
+  return run_id + "." + scenario_id;
+}
+
+std::string idempotency_key_for(const std::string& run_id, const std::string& scenario_id) {
+  return run_id + "." + scenario_id + ".key";
+}
+
+std::string new_run_id() {
+  std::random_device device;
+  std::uniform_int_distribution<std::uint64_t> dist;
+  const auto value = (static_cast<std::uint64_t>(device()) << 32) ^ device() ^ dist(device);
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "r%016llx", static_cast<unsigned long long>(value));
+  return buf;
+}
+
+ScenarioRunner::ScenarioRunner(infra::RemoteApi& remote, infra::OutboxApi& outbox, RunnerOptions options)
+    : remote_(remote), outbox_(outbox), options_(std::move(options)) {}
+
+ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
+  const auto started = Clock::now();
+  ScenarioResult result;
+  result.scenario_id = s.id;
+  result.policy = std::string(s.policy->name());
+  result.operation_id = operation_id_for(options_.run_id, s.id);
+  result.idempotency_key = idempotency_key_for(options_.run_id, s.id);
+
+  std::map<std::string, time::NodeClock> nodes;
+  for (const auto& n : s.nodes) nodes.emplace(n.node_id, n);
+  steps::StepContext context{s.t0_s,
+                             s.ttl_s,
+                             nodes,
+                             *s.policy,
+                             remote_,
+                             outbox_,
+                             options_.remote_control,
+                             result.operation_id,
+                             result.idempotency_key,
+                             json{{"scenario", s.id}}.dump()};
+
+  try {
+    outbox_.declare_operation(result.operation_id);
+    for (std::size_t i = 0; i < s.steps.size(); ++i) {
+      if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
+      const auto& step = *s.steps[i].step;
+      json record = {{"index", i},
+                     {"kind", step.kind()},
+                     {"node", step.node() ? json(*step.node()) : json(nullptr)},
+                     {"at_s", step.at_s()},
+                     {"reference_time_s", context.reference_time(step.at_s())},
+                     {"parameters", step.parameters()}};
+      const auto step_started = Clock::now();
+      try {
+        auto outcome = step.execute(context);
+        record["observed"] = std::move(outcome.observed);
+        record["exchanges"] = std::move(outcome.exchanges);
+        record["duration_us"] = micros_since(step_started);
+      } catch (...) {
+        record["duration_us"] = micros_since(step_started);
+        result.timeline.push_back(std::move(record));
+        throw;
+      }
+      result.timeline.push_back(std::move(record));
+    }
+    const auto last_at_s = s.steps.back().step->at_s();
+    result.final_measurement = measure_final(remote_, outbox_, result.operation_id, context.reference_time(last_at_s));
+    result.verdict = compute_verdict(result.final_measurement, result.timeline);
+    result.final_measurement["verdict"] = result.verdict;
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    // An infrastructure fault, or a step that could not run: the scenario says
+    // nothing, and nothing in it may read as a pass.
+    result.error = e.what();
+    result.verdict = kVerdictError;
+    if (!result.final_measurement.is_object()) result.final_measurement = nullptr;
+  }
+
+  bool all_pass = !result.error.has_value();
+  if (options_.evaluate_expectations) {
+    for (const auto& expectation : s.expectations) {
+      CheckResult check;
+      check.id = expectation.id;
+      check.expected = expectation.expected;
+      const json* source = nullptr;
+      if (expectation.step_index < 0) {
+        if (result.final_measurement.is_object()) source = &result.final_measurement;
+      } else if (static_cast<std::size_t>(expectation.step_index) < result.timeline.size()) {
+        const auto& record = result.timeline[static_cast<std::size_t>(expectation.step_index)];
+        if (record.contains("observed")) source = &record["observed"];
+      }
+      if (source && source->contains(expectation.field)) {
+        check.measured = true;
+        check.observed = (*source)[expectation.field];
+      }
+      check.pass = check.measured && !result.error && check.observed == check.expected;
+      all_pass = all_pass && check.pass;
+      result.checks.push_back(std::move(check));
+    }
+  }
+  result.pass = all_pass;
+  result.duration_us = micros_since(started);
+  return result;
+}
+
+}  // namespace skewbench::runner

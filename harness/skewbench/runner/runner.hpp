@@ -1,0 +1,86 @@
+#pragma once
+
+// Layer 4: the runner executes a scenario's steps against the database and the
+// remote service, takes a closing measurement read back from both, and checks
+// the scenario's expectations against what was measured.
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "infra/ports.hpp"
+#include "scenario/scenario.hpp"
+#include "steps/step.hpp"
+
+namespace skewbench::runner {
+
+inline constexpr const char* kVerdictSafe = "SAFE";
+inline constexpr const char* kVerdictConflict = "CONFLICT";
+inline constexpr const char* kVerdictHeld = "HELD";
+inline constexpr const char* kVerdictError = "ERROR";
+
+struct CheckResult {
+  std::string id;
+  nlohmann::json expected;
+  nlohmann::json observed;  // null when the value was never measured
+  bool measured = false;
+  bool pass = false;
+};
+
+struct ScenarioResult {
+  std::string scenario_id;
+  std::string policy;
+  std::string operation_id;
+  std::string idempotency_key;
+  nlohmann::json timeline = nlohmann::json::array();  // one record per executed step
+  nlohmann::json final_measurement;                   // null when never taken
+  std::vector<CheckResult> checks;
+  std::string verdict = kVerdictError;
+  std::optional<std::string> error;  // set when infrastructure failed
+  bool pass = false;                 // every check passed and no error
+  std::int64_t duration_us = 0;
+
+  // The last recover step's temporal state and decision (null when none).
+  nlohmann::json temporal_state() const;
+  nlohmann::json decision() const;
+};
+
+// The verdict from measured values only: CONFLICT when the remote holds two or
+// more effects; SAFE when it holds exactly one, the outbox says delivered and no
+// recovery had to refuse a time-based decision; HELD otherwise (recovery saw
+// TIME_UNKNOWN or escalated, or the effect is not in place).
+std::string compute_verdict(const nlohmann::json& final_measurement, const nlohmann::json& timeline);
+
+struct RunnerOptions {
+  std::string run_id;
+  steps::RemoteControl* remote_control = nullptr;
+  const std::atomic<bool>* interrupted = nullptr;  // checked before each step
+  bool evaluate_expectations = true;               // false for sweep cells
+};
+
+class ScenarioRunner {
+ public:
+  ScenarioRunner(infra::RemoteApi& remote, infra::OutboxApi& outbox, RunnerOptions options);
+
+  // Never throws for infrastructure failures: they become verdict ERROR with
+  // the message in `error`. Throws Interrupted when asked to stop.
+  ScenarioResult run(const scenario::Scenario& scenario);
+
+ private:
+  infra::RemoteApi& remote_;
+  infra::OutboxApi& outbox_;
+  RunnerOptions options_;
+};
+
+// Ids sent to the remote and stored in the database: namespaced by run id so
+// that runs sharing a database or a remote never collide.
+std::string operation_id_for(const std::string& run_id, const std::string& scenario_id);
+std::string idempotency_key_for(const std::string& run_id, const std::string& scenario_id);
+
+// A fresh run id: "r" + 16 hex digits from a random device.
+std::string new_run_id();
+
+}  // namespace skewbench::runner

@@ -1,0 +1,87 @@
+#include "runner/stack.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <unistd.h>
+
+#include "common/errors.hpp"
+#include "infra/postgres_cluster.hpp"
+#include "remote_effect/launcher.hpp"
+
+namespace skewbench::runner {
+namespace fs = std::filesystem;
+
+std::string find_remote_effect_binary(const std::optional<std::string>& given) {
+  if (given) {
+    if (::access(given->c_str(), X_OK) == 0) return *given;
+    throw InfrastructureError("remote-effect binary " + *given + " is not an executable file");
+  }
+  if (const char* env = std::getenv("SKEWBENCH_REMOTE_EFFECT_BIN"); env && *env) {
+    if (::access(env, X_OK) == 0) return env;
+    throw InfrastructureError(std::string("SKEWBENCH_REMOTE_EFFECT_BIN=") + env + " is not an executable file");
+  }
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto sibling = self.parent_path() / "remote-effect";
+    if (::access(sibling.c_str(), X_OK) == 0) return sibling.string();
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    std::size_t start = 0;
+    while (start <= p.size()) {
+      const auto end = p.find(':', start);
+      const auto dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      const auto candidate = fs::path(dir.empty() ? "." : dir) / "remote-effect";
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  throw InfrastructureError("cannot find the remote-effect executable; pass --remote-effect-bin or --remote-url");
+}
+
+Stack::Stack(const StackOptions& options) {
+  if (!options.database_url || !options.remote_url) work_dir_ = std::make_unique<TempDir>("skewbench-run");
+  if (options.database_url) {
+    database_url_ = *options.database_url;
+  } else {
+    if (!options.quiet) std::cerr << "skewbench: starting a throwaway PostgreSQL cluster\n";
+    cluster_ = std::make_unique<infra::PostgresCluster>();
+    database_url_ = cluster_->url();
+  }
+  if (options.remote_url) {
+    remote_url_ = *options.remote_url;
+  } else {
+    remote_effect::LaunchOptions launch;
+    launch.binary = find_remote_effect_binary(options.remote_effect_binary);
+    launch.state_db = work_dir_->path() / "remote-effect.sqlite3";
+    launch.sync = options.remote_sync;
+    launch.stderr_path = (work_dir_->path() / "remote-effect.log").string();
+    if (!options.quiet) std::cerr << "skewbench: starting remote-effect (" << launch.binary << ")\n";
+    try {
+      remote_ = std::make_unique<remote_effect::RemoteEffectProcess>(launch);
+    } catch (const InfrastructureError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InfrastructureError(std::string("cannot start remote-effect: ") + e.what());
+    }
+    remote_url_ = remote_->base_url();
+  }
+}
+
+Stack::~Stack() = default;
+
+std::string Stack::restart_remote() {
+  if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot be restarted");
+  try {
+    remote_->restart();
+  } catch (const std::exception& e) {
+    throw InfrastructureError(std::string("cannot restart remote-effect: ") + e.what());
+  }
+  return remote_->boot_id();
+}
+
+}  // namespace skewbench::runner

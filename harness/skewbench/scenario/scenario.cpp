@@ -1,0 +1,204 @@
+#include "scenario/scenario.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "common/files.hpp"
+
+namespace skewbench::scenario {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::regex kIdPattern("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
+
+void require_id(const std::string& value, const std::string& path) {
+  if (!std::regex_match(value, kIdPattern)) {
+    throw InputError(path, "\"" + value + "\" must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+  }
+}
+
+steps::ObservedFields make_final_fields() {
+  using steps::FieldType;
+  return {
+      {"effect_count", {FieldType::Integer, {}}},
+      {"post_requests", {FieldType::Integer, {}}},
+      {"ack_drops", {FieldType::Integer, {}}},
+      {"active_idempotency_records", {FieldType::Integer, {}}},
+      {"status", {FieldType::String, {"absent", "committed", "conflict"}}},
+      {"outbox_status", {FieldType::String, {"absent", "pending", "delivered"}}},
+      {"delivery_attempts", {FieldType::Integer, {}}},
+      {"business_state", {FieldType::String, {"absent", "committed"}}},
+      {"verdict", {FieldType::String, {"SAFE", "CONFLICT", "HELD"}}},
+  };
+}
+
+void read_expectations(const json& expect, const std::string& path, const steps::ObservedFields& fields,
+                       int step_index, const std::string& id_prefix, std::vector<Expectation>& out) {
+  ObjectReader reader(expect, path);
+  for (const auto& [key, value] : expect.items()) {
+    const auto field = fields.find(key);
+    if (field == fields.end()) {
+      std::string known;
+      for (const auto& [name, _] : fields) known += (known.empty() ? "" : ", ") + name;
+      throw InputError(reader.child_path(key), "cannot be expected here (observed fields: " + known + ")");
+    }
+    steps::validate_expected_value(field->second, value, reader.child_path(key));
+    out.push_back({id_prefix + "." + key, step_index, key, value});
+  }
+}
+
+// Structural rules no single step can check: the operation is committed once,
+// before it is delivered, and recovery follows a delivery attempt.
+void check_step_order(const std::vector<ScenarioStep>& steps_list) {
+  bool committed = false;
+  bool posted = false;
+  for (std::size_t i = 0; i < steps_list.size(); ++i) {
+    const auto kind = steps_list[i].step->kind();
+    const auto path = index_path("$.steps", i) + ".kind";
+    if (kind == "commit_operation") {
+      if (committed) throw InputError(path, "the operation is already committed by an earlier step");
+      committed = true;
+    } else if (kind == "post_effect" || kind == "recover") {
+      if (!committed) throw InputError(path, std::string(kind) + " needs an earlier commit_operation step");
+      if (kind == "recover" && !posted) throw InputError(path, "recover needs an earlier post_effect step");
+      posted = posted || kind == "post_effect";
+    }
+  }
+}
+
+Scenario parse_document(const json& doc, const std::string& source) {
+  Scenario s;
+  s.document = doc;
+  s.source = source;
+  ObjectReader root(doc, "$");
+  root.optional_string("$schema");
+  s.id = root.require_string("id");
+  require_id(s.id, "$.id");
+  s.description = root.require_string("description");
+  s.report_as = root.optional_string("report_as");
+  if (s.report_as) {
+    const auto known = std::find(std::begin(kReportSections), std::end(kReportSections), *s.report_as);
+    if (known == std::end(kReportSections)) {
+      throw InputError("$.report_as",
+                       "\"" + *s.report_as + "\" is not one of: unsafe_node_clock, safe_clock_authority, safe_skew_guard");
+    }
+  }
+  s.t0_s = root.require_int("t0_s");
+  s.ttl_s = root.require_int("ttl_s");
+  if (s.ttl_s <= 0) throw InputError("$.ttl_s", "must be > 0");
+
+  std::set<std::string> node_ids;
+  const auto& nodes = root.require_array("nodes");
+  if (nodes.empty()) throw InputError("$.nodes", "must declare at least one node");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    ObjectReader node(nodes[i], index_path("$.nodes", i));
+    time::NodeClock clock{node.require_string("id"), node.require_int("clock_offset_s")};
+    require_id(clock.node_id, node.child_path("id"));
+    if (!node_ids.insert(clock.node_id).second) {
+      throw InputError(node.child_path("id"), "node \"" + clock.node_id + "\" is declared twice");
+    }
+    node.optional_string("description");
+    node.finish();
+    s.nodes.push_back(std::move(clock));
+  }
+
+  s.policy = policy::builtin_policies().make(root.require_object("policy"), "$.policy");
+
+  const auto& registry = steps::builtin_steps();
+  const auto& step_list = root.require_array("steps");
+  if (step_list.empty()) throw InputError("$.steps", "must list at least one step");
+  std::optional<LogicalSeconds> previous_at_s;
+  const steps::StepParseContext parse_context{node_ids};
+  for (std::size_t i = 0; i < step_list.size(); ++i) {
+    const auto path = index_path("$.steps", i);
+    ObjectReader spec(step_list[i], path);
+    const auto kind_name = spec.require_string("kind");
+    const auto* kind = registry.find(kind_name);
+    if (kind == nullptr) {
+      std::string known;
+      for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
+      throw InputError(spec.child_path("kind"), "unknown step kind \"" + kind_name + "\" (known: " + known + ")");
+    }
+    const auto at_s = spec.require_int("at_s");
+    if (previous_at_s && at_s < *previous_at_s) {
+      throw InputError(spec.child_path("at_s"), "reference time goes backwards (" + std::to_string(at_s) + " after " +
+                                                     std::to_string(*previous_at_s) +
+                                                     "); to move a node's clock back use set_clock_offset");
+    }
+    previous_at_s = at_s;
+    spec.optional_string("description");
+    ScenarioStep step;
+    step.step = kind->factory(spec, at_s, parse_context);
+    step.input = step_list[i];
+    if (const auto* expect = spec.optional("expect")) {
+      read_expectations(*expect, spec.child_path("expect"), kind->observed, static_cast<int>(i),
+                        index_path("steps", i), s.expectations);
+    }
+    spec.finish();
+    s.steps.push_back(std::move(step));
+  }
+  check_step_order(s.steps);
+
+  read_expectations(root.require_object("expect"), "$.expect", final_fields(), -1, "final", s.expectations);
+  root.finish();
+  return s;
+}
+
+}  // namespace
+
+bool Scenario::needs_remote_control() const {
+  return std::any_of(steps.begin(), steps.end(), [](const ScenarioStep& s) { return s.step->kind() == "restart_remote"; });
+}
+
+const steps::ObservedFields& final_fields() {
+  static const steps::ObservedFields fields = make_final_fields();
+  return fields;
+}
+
+Scenario parse_scenario(const json& document, const std::string& source) {
+  try {
+    return parse_document(document, source);
+  } catch (const InputError& e) {
+    throw ScenarioFileError(source, e.json_path(), e.message());
+  }
+}
+
+Scenario load_scenario_file(const fs::path& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::exception& e) {
+    throw ScenarioFileError(path.string(), "$", e.what());
+  }
+  try {
+    return parse_scenario(parse_json_text(text), path.string());
+  } catch (const InputError& e) {
+    throw ScenarioFileError(path.string(), e.json_path(), e.message());
+  }
+}
+
+std::vector<fs::path> collect_scenario_files(const std::vector<std::string>& paths) {
+  std::vector<fs::path> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> found;
+      for (const auto& entry : fs::directory_iterator(p)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".json") found.push_back(entry.path());
+      }
+      std::sort(found.begin(), found.end());
+      if (found.empty()) throw ScenarioFileError(p, "$", "directory holds no *.json scenario files");
+      out.insert(out.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(p, ec)) {
+      out.emplace_back(p);
+    } else {
+      throw ScenarioFileError(p, "$", "no such file or directory");
+    }
+  }
+  return out;
+}
+
+}  // namespace skewbench::scenario

@@ -1,0 +1,395 @@
+#include <stdexcept>
+
+#include "common/errors.hpp"
+#include "infra/remote_snapshot.hpp"
+#include "steps/step.hpp"
+
+namespace skewbench::steps {
+namespace {
+
+using nlohmann::json;
+
+json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+json exchange_json(const infra::HttpExchange& ex) {
+  return {
+      {"request", ex.request},
+      {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
+      {"response", ex.response_body},
+      {"transport_outcome", infra::to_string(ex.outcome)},
+      {"duration_us", ex.duration_us},
+  };
+}
+
+// One delivery attempt through the outbox: the attempt is recorded before the
+// POST and the outcome after it, each in its own transaction, so a crash in
+// between leaves an attempt whose outcome is unknown, exactly as on the wire.
+json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, StepOutcome& out) {
+  ctx.outbox.record_attempt(ctx.operation_id, logical_time_s);
+  const auto ex = ctx.remote.post_effect(
+      {ctx.operation_id, ctx.idempotency_key, ctx.ttl_s, logical_time_s, drop_ack, ctx.payload});
+  const bool delivered = ex.outcome == infra::TransportOutcome::AckReceived;
+  ctx.outbox.record_outcome(ctx.operation_id, ex.outcome, delivered, logical_time_s);
+  out.exchanges.push_back(exchange_json(ex));
+
+  json observed = {
+      {"transport_outcome", infra::to_string(ex.outcome)},
+      {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
+      {"delivery", nullptr},
+      {"effect_count", nullptr},
+      {"post_requests", nullptr},
+  };
+  if (ex.outcome == infra::TransportOutcome::AckReceived) {
+    const auto& body = ex.response_body;
+    if (!body.contains("delivery") || !body["delivery"].is_string()) {
+      throw InfrastructureError("POST /effects answered 200 without a \"delivery\" field");
+    }
+    observed["delivery"] = body["delivery"];
+    const auto snapshot = infra::parse_snapshot(body);
+    observed["effect_count"] = snapshot.effect_count;
+    observed["post_requests"] = snapshot.post_requests;
+  }
+  return observed;
+}
+
+// --- commit_operation ------------------------------------------------------
+
+class CommitOperationStep final : public Step {
+ public:
+  CommitOperationStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
+  std::string_view kind() const override { return "commit_operation"; }
+  std::optional<std::string> node() const override { return node_; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    ctx.outbox.commit_operation(ctx.operation_id, ctx.idempotency_key, ctx.ttl_s);
+    const auto row = ctx.outbox.read(ctx.operation_id);
+    StepOutcome out;
+    out.observed = {{"business_state", row.business_state},
+                    {"business_version", row.business_version},
+                    {"outbox_status", row.status}};
+    return out;
+  }
+
+ private:
+  std::string node_;
+};
+
+// --- post_effect -----------------------------------------------------------
+
+class PostEffectStep final : public Step {
+ public:
+  PostEffectStep(LogicalSeconds at_s, std::string node, bool drop_ack)
+      : Step(at_s), node_(std::move(node)), drop_ack_(drop_ack) {}
+  std::string_view kind() const override { return "post_effect"; }
+  std::optional<std::string> node() const override { return node_; }
+  json parameters() const override { return {{"drop_ack", drop_ack_}}; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    const auto t = ctx.clock(node_).read(ctx.reference_time(at_s()));
+    StepOutcome out;
+    out.observed = deliver(ctx, t, drop_ack_, out);
+    out.observed["logical_time_s"] = t;
+    return out;
+  }
+
+ private:
+  std::string node_;
+  bool drop_ack_;
+};
+
+// --- observe ---------------------------------------------------------------
+
+// A node's view of the remote at its own time: what the remote says is active
+// at that reading, and how the node itself classifies the record's expiry.
+class ObserveStep final : public Step {
+ public:
+  ObserveStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
+  std::string_view kind() const override { return "observe"; }
+  std::optional<std::string> node() const override { return node_; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    const auto t = ctx.clock(node_).read(ctx.reference_time(at_s()));
+    StepOutcome out;
+    const auto ex = ctx.remote.status(ctx.operation_id, t);
+    out.exchanges.push_back(exchange_json(ex));
+    const auto snapshot = infra::parse_snapshot(ex.response_body);
+    const auto row = ctx.outbox.read(ctx.operation_id);
+    json state = nullptr;
+    if (row.key_expires_at_s) state = policy::to_string(policy::classify_point(t, *row.key_expires_at_s));
+    out.observed = {
+        {"logical_time_s", t},
+        {"active_idempotency_records", snapshot.active_idempotency_records},
+        {"effect_count", snapshot.effect_count},
+        {"post_requests", snapshot.post_requests},
+        {"status", snapshot.status},
+        {"temporal_state", state},
+        {"expires_at_s", opt(row.key_expires_at_s)},
+    };
+    return out;
+  }
+
+ private:
+  std::string node_;
+};
+
+// --- recover ---------------------------------------------------------------
+
+// Recovery after an unknown acknowledgement, under the scenario's policy:
+// replay with the stable key when the policy's time basis says the state is
+// definite, otherwise reconcile with the remote's authoritative state first.
+class RecoverStep final : public Step {
+ public:
+  RecoverStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
+  std::string_view kind() const override { return "recover"; }
+  std::optional<std::string> node() const override { return node_; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    const auto reference = ctx.reference_time(at_s());
+    const auto row = ctx.outbox.read(ctx.operation_id);
+    StepOutcome out;
+    json& o = out.observed;
+    o = {{"time_basis", nullptr},      {"reading_s", nullptr},        {"decision_time_s", nullptr},
+         {"interval_lower_s", nullptr}, {"interval_upper_s", nullptr}, {"temporal_state", nullptr},
+         {"decision", nullptr},         {"reconciled_status", nullptr}, {"reconcile_action", nullptr},
+         {"replayed", false},           {"transport_outcome", nullptr}, {"delivery", nullptr},
+         {"expires_at_s", opt(row.key_expires_at_s)}, {"outbox_status_before", row.status}};
+    if (row.status == "delivered") return out;  // nothing to recover
+    if (!row.key_expires_at_s) {
+      throw std::logic_error("recover: the operation was never attempted, so its key has no expiry yet");
+    }
+
+    const auto eval = ctx.policy.evaluate({reference, ctx.clock(node_), *row.key_expires_at_s});
+    o["time_basis"] = eval.time_basis;
+    o["reading_s"] = eval.reading_s;
+    o["decision_time_s"] = eval.decision_time_s;
+    if (eval.interval) {
+      o["interval_lower_s"] = eval.interval->lower_s;
+      o["interval_upper_s"] = eval.interval->upper_s;
+    }
+    o["temporal_state"] = policy::to_string(eval.state);
+    o["decision"] = policy::to_string(eval.decision);
+
+    bool replay = eval.decision == policy::Decision::ReplaySameKey;
+    if (eval.decision == policy::Decision::ReconcileFirst) {
+      const auto ex = ctx.remote.status(ctx.operation_id, eval.decision_time_s);
+      out.exchanges.push_back(exchange_json(ex));
+      const auto snapshot = infra::parse_snapshot(ex.response_body);
+      const auto action = policy::reconcile(snapshot.status);
+      o["reconciled_status"] = snapshot.status;
+      o["reconcile_action"] = policy::to_string(action);
+      if (action == policy::ReconcileAction::CompleteWithoutReplay) {
+        ctx.outbox.mark_delivered(ctx.operation_id, eval.decision_time_s);
+      }
+      replay = action == policy::ReconcileAction::ReplayAfterReconcile;
+    }
+    if (replay) {
+      const auto delivered = deliver(ctx, eval.decision_time_s, false, out);
+      o["replayed"] = true;
+      o["transport_outcome"] = delivered["transport_outcome"];
+      o["delivery"] = delivered["delivery"];
+    }
+    return out;
+  }
+
+ private:
+  std::string node_;
+};
+
+// --- set_clock_offset ------------------------------------------------------
+
+// A node's clock jumps (a step correction or a rollback) from this step on.
+class SetClockOffsetStep final : public Step {
+ public:
+  SetClockOffsetStep(LogicalSeconds at_s, std::string node, LogicalSeconds offset_s)
+      : Step(at_s), node_(std::move(node)), offset_s_(offset_s) {}
+  std::string_view kind() const override { return "set_clock_offset"; }
+  std::optional<std::string> node() const override { return node_; }
+  json parameters() const override { return {{"offset_s", offset_s_}}; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    auto& clock = ctx.nodes.at(node_);
+    clock.offset_s = offset_s_;
+    StepOutcome out;
+    out.observed = {{"reading_s", clock.read(ctx.reference_time(at_s()))}};
+    return out;
+  }
+
+ private:
+  std::string node_;
+  LogicalSeconds offset_s_;
+};
+
+// --- restart_remote --------------------------------------------------------
+
+// Restarts remote-effect on the same state file (needs a harness-started
+// remote) and reads the operation's status back.
+class RestartRemoteStep final : public Step {
+ public:
+  explicit RestartRemoteStep(LogicalSeconds at_s) : Step(at_s) {}
+  std::string_view kind() const override { return "restart_remote"; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    if (ctx.remote_control == nullptr) {
+      throw InfrastructureError("restart_remote needs a remote-effect started by skewbench (no --remote-url)");
+    }
+    const auto before = ctx.remote.health().value("boot_id", std::string());
+    const auto after = ctx.remote_control->restart_remote();
+    StepOutcome out;
+    const auto ex = ctx.remote.status(ctx.operation_id, ctx.reference_time(at_s()));
+    out.exchanges.push_back(exchange_json(ex));
+    const auto snapshot = infra::parse_snapshot(ex.response_body);
+    out.observed = {{"boot_id_changed", !before.empty() && before != after},
+                    {"effect_count", snapshot.effect_count},
+                    {"status", snapshot.status}};
+    return out;
+  }
+};
+
+// --- registry --------------------------------------------------------------
+
+std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
+  auto node = spec.require_string("node");
+  if (!ctx.node_ids.contains(node)) {
+    throw InputError(spec.child_path("node"), "unknown node \"" + node + "\" (declare it in $.nodes)");
+  }
+  return node;
+}
+
+const std::vector<std::string> kTemporalStates = {"ACTIVE", "EXPIRED", "TIME_UNKNOWN"};
+const std::vector<std::string> kRemoteStatuses = {"absent", "committed", "conflict"};
+const std::vector<std::string> kTransportOutcomes = {"ACK_RECEIVED", "ACK_UNKNOWN", "REJECTED"};
+const std::vector<std::string> kDeliveries = {"applied", "deduplicated"};
+
+ObservedField integer() { return {FieldType::Integer, {}}; }
+ObservedField nullable_integer() { return {FieldType::NullableInteger, {}}; }
+ObservedField boolean() { return {FieldType::Boolean, {}}; }
+ObservedField string_of(std::vector<std::string> allowed) { return {FieldType::String, std::move(allowed)}; }
+ObservedField nullable_string_of(std::vector<std::string> allowed) {
+  return {FieldType::NullableString, std::move(allowed)};
+}
+
+StepRegistry make_builtin_registry() {
+  StepRegistry r;
+  r.add({"commit_operation",
+         "commit the business operation and its outbox row (stable idempotency key) in one transaction",
+         {{"business_state", string_of({"absent", "committed"})},
+          {"business_version", integer()},
+          {"outbox_status", string_of({"pending", "delivered"})}},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+           return std::make_unique<CommitOperationStep>(at_s, require_node(spec, ctx));
+         }});
+  r.add({"post_effect",
+         "deliver the outbox row: POST /effects at the node's clock; drop_ack makes the remote commit and "
+         "close the connection without answering",
+         {{"logical_time_s", integer()},
+          {"transport_outcome", string_of(kTransportOutcomes)},
+          {"http_status", nullable_integer()},
+          {"delivery", nullable_string_of(kDeliveries)},
+          {"effect_count", nullable_integer()},
+          {"post_requests", nullable_integer()}},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+           auto node = require_node(spec, ctx);
+           return std::make_unique<PostEffectStep>(at_s, std::move(node), spec.optional_bool("drop_ack").value_or(false));
+         }});
+  r.add({"observe",
+         "a node reads the remote's status at its own clock and classifies the record's expiry locally",
+         {{"logical_time_s", integer()},
+          {"active_idempotency_records", integer()},
+          {"effect_count", integer()},
+          {"post_requests", integer()},
+          {"status", string_of(kRemoteStatuses)},
+          {"temporal_state", nullable_string_of(kTemporalStates)},
+          {"expires_at_s", nullable_integer()}},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+           return std::make_unique<ObserveStep>(at_s, require_node(spec, ctx));
+         }});
+  r.add({"recover",
+         "a node recovers a pending delivery under the scenario's policy: replay, or reconcile first",
+         {{"time_basis", {FieldType::NullableString, {}}},
+          {"reading_s", nullable_integer()},
+          {"decision_time_s", nullable_integer()},
+          {"interval_lower_s", nullable_integer()},
+          {"interval_upper_s", nullable_integer()},
+          {"temporal_state", nullable_string_of(kTemporalStates)},
+          {"decision", nullable_string_of({"REPLAY_SAME_KEY", "RECONCILE_FIRST"})},
+          {"reconciled_status", nullable_string_of(kRemoteStatuses)},
+          {"reconcile_action",
+           nullable_string_of({"COMPLETE_WITHOUT_REPLAY", "REPLAY_AFTER_RECONCILE", "HOLD_AND_ESCALATE"})},
+          {"replayed", boolean()},
+          {"transport_outcome", nullable_string_of(kTransportOutcomes)},
+          {"delivery", nullable_string_of(kDeliveries)},
+          {"expires_at_s", nullable_integer()},
+          {"outbox_status_before", string_of({"pending", "delivered"})}},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+           return std::make_unique<RecoverStep>(at_s, require_node(spec, ctx));
+         }});
+  r.add({"set_clock_offset",
+         "a node's clock jumps to a new offset from the reference time (a step or a rollback)",
+         {{"reading_s", integer()}},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+           auto node = require_node(spec, ctx);
+           return std::make_unique<SetClockOffsetStep>(at_s, std::move(node), spec.require_int("offset_s"));
+         }});
+  r.add({"restart_remote",
+         "restart remote-effect on the same SQLite file (only when skewbench started it)",
+         {{"boot_id_changed", boolean()}, {"effect_count", integer()}, {"status", string_of(kRemoteStatuses)}},
+         [](ObjectReader&, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
+           return std::make_unique<RestartRemoteStep>(at_s);
+         },
+         /*takes_node=*/false});
+  return r;
+}
+
+}  // namespace
+
+void StepRegistry::add(StepKind kind) {
+  if (kinds_.contains(kind.name)) throw std::logic_error("step kind registered twice: " + kind.name);
+  auto name = kind.name;
+  kinds_.emplace(std::move(name), std::move(kind));
+}
+
+const StepKind* StepRegistry::find(std::string_view name) const {
+  const auto it = kinds_.find(name);
+  return it == kinds_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> StepRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : kinds_) out.push_back(name);
+  return out;
+}
+
+const StepRegistry& builtin_steps() {
+  static const StepRegistry registry = make_builtin_registry();
+  return registry;
+}
+
+void validate_expected_value(const ObservedField& field, const json& value, const std::string& path) {
+  const bool nullable = field.type == FieldType::NullableString || field.type == FieldType::NullableInteger;
+  if (value.is_null()) {
+    if (!nullable) throw InputError(path, "must not be null");
+    return;
+  }
+  switch (field.type) {
+    case FieldType::Integer:
+    case FieldType::NullableInteger:
+      expect_int(value, path);
+      return;
+    case FieldType::Boolean:
+      if (!value.is_boolean()) throw InputError(path, "expected a boolean, got " + std::string(json_type_name(value)));
+      return;
+    case FieldType::String:
+    case FieldType::NullableString: {
+      const auto text = expect_string(value, path);
+      if (field.allowed.empty()) return;
+      for (const auto& a : field.allowed) {
+        if (a == text) return;
+      }
+      std::string list;
+      for (const auto& a : field.allowed) list += (list.empty() ? "" : ", ") + a;
+      throw InputError(path, "\"" + text + "\" is not one of: " + list);
+    }
+  }
+}
+
+}  // namespace skewbench::steps

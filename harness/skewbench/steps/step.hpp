@@ -1,0 +1,124 @@
+#pragma once
+
+// Layer 3: steps, the scenario vocabulary. A step kind is a small class with
+// one execute() method, registered once by name with the fields it observes.
+// A scenario file lists steps; each may carry an "expect" object whose keys
+// must be fields its kind observes. A new family of scenarios (a remote
+// restart, a clock rollback, a recovery later than the TTL) is a new step kind
+// or new data, never a change to the runner.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/json_reader.hpp"
+#include "infra/ports.hpp"
+#include "policy/policy.hpp"
+#include "time/logical_time.hpp"
+
+namespace skewbench::steps {
+
+using time::LogicalSeconds;
+
+// Lets a step restart the remote service; present only when the harness
+// started the service itself.
+class RemoteControl {
+ public:
+  virtual ~RemoteControl() = default;
+  // Restarts on the same state file; returns the new boot_id.
+  virtual std::string restart_remote() = 0;
+};
+
+// Everything a step may read or touch while it runs.
+struct StepContext {
+  LogicalSeconds t0_s = 0;
+  LogicalSeconds ttl_s = 0;
+  std::map<std::string, time::NodeClock>& nodes;
+  const policy::ReplayPolicy& policy;
+  infra::RemoteApi& remote;
+  infra::OutboxApi& outbox;
+  RemoteControl* remote_control = nullptr;  // null against an external remote
+  std::string operation_id;                 // namespaced by the run id
+  std::string idempotency_key;              // namespaced by the run id
+  std::string payload;                      // the request body every POST sends
+
+  LogicalSeconds reference_time(LogicalSeconds at_s) const { return t0_s + at_s; }
+  const time::NodeClock& clock(const std::string& node_id) const { return nodes.at(node_id); }
+};
+
+// What one step produced. `observed` holds the values expectations compare
+// against and is part of the deterministic core; `exchanges` holds the raw HTTP
+// traffic (with run-specific ids and timings) and is not.
+struct StepOutcome {
+  nlohmann::json observed = nlohmann::json::object();
+  nlohmann::json exchanges = nlohmann::json::array();
+};
+
+class Step {
+ public:
+  explicit Step(LogicalSeconds at_s) : at_s_(at_s) {}
+  virtual ~Step() = default;
+
+  virtual std::string_view kind() const = 0;
+  // The node that performs the step, if any.
+  virtual std::optional<std::string> node() const { return std::nullopt; }
+  // The step's own parameters (without kind, at_s, node, expect).
+  virtual nlohmann::json parameters() const { return nlohmann::json::object(); }
+  virtual StepOutcome execute(StepContext& context) const = 0;
+
+  LogicalSeconds at_s() const { return at_s_; }
+
+ private:
+  LogicalSeconds at_s_;
+};
+
+// The JSON type an observed field has, for validating expectations.
+enum class FieldType { Integer, String, Boolean, NullableString, NullableInteger };
+
+struct ObservedField {
+  FieldType type = FieldType::Integer;
+  std::vector<std::string> allowed;  // for strings: the closed set of values, if any
+};
+
+using ObservedFields = std::map<std::string, ObservedField, std::less<>>;
+
+// What a factory gets besides the step's own JSON object.
+struct StepParseContext {
+  const std::set<std::string>& node_ids;
+};
+
+using StepFactory =
+    std::function<std::unique_ptr<Step>(ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& context)>;
+
+struct StepKind {
+  std::string name;
+  std::string summary;  // one line, for --help and the docs
+  ObservedFields observed;
+  StepFactory factory;
+  bool takes_node = true;  // "node" is required (and checked against the scenario's nodes)
+};
+
+class StepRegistry {
+ public:
+  void add(StepKind kind);  // throws std::logic_error on a duplicate name
+  const StepKind* find(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, StepKind, std::less<>> kinds_;
+};
+
+// commit_operation, post_effect, observe, recover, set_clock_offset, restart_remote.
+const StepRegistry& builtin_steps();
+
+// Checks an expectation value against a field's declared type; throws InputError.
+void validate_expected_value(const ObservedField& field, const nlohmann::json& value, const std::string& path);
+
+}  // namespace skewbench::steps
