@@ -1,0 +1,68 @@
+#pragma once
+
+// Starts the real remote-effect binary as a child process and waits for its
+// ready line. Used by the driver's embedded mode, the integration tests and
+// the benchmark, so that all of them exercise the same executable.
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <sys/types.h>
+
+#include "common/subprocess.hpp"
+
+namespace skewbench::remote_effect {
+
+struct LaunchOptions {
+  std::string binary;  // path of the remote-effect executable
+  std::filesystem::path state_db;
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0 = let the service pick a free port
+  std::string sync = "full";
+  int default_ttl_seconds = 60;
+  std::optional<std::string> stderr_path;  // service log; inherit stderr when empty
+  std::chrono::milliseconds ready_timeout{10000};
+};
+
+// One running remote-effect process. The destructor stops it (SIGTERM, then
+// SIGKILL after a grace period).
+class RemoteEffectProcess {
+ public:
+  // Starts the binary and waits for its ready line. Throws std::runtime_error
+  // carrying the service's own words (from stderr_path, when set) if it exits
+  // or stays silent instead.
+  explicit RemoteEffectProcess(LaunchOptions options);
+
+  std::string base_url() const;  // "http://127.0.0.1:PORT"
+  int port() const { return port_; }
+  const std::string& boot_id() const { return boot_id_; }
+  pid_t pid() const;
+  const nlohmann::json& ready_line() const { return ready_line_; }
+  bool running() const;
+
+  // SIGKILL and reap: the process gets no chance to clean up (crash tests).
+  void kill_hard();
+
+  // SIGTERM; returns the exit code (0 for a clean shutdown).
+  int stop();
+
+  // Starts the binary again on the same state_db and the same port (stopping
+  // it first if it still runs). The new process has a new boot_id.
+  void restart();
+
+ private:
+  void start(int port);
+
+  LaunchOptions options_;
+  std::unique_ptr<Subprocess> process_;
+  int port_ = 0;
+  std::string boot_id_;
+  nlohmann::json ready_line_;
+  std::optional<int> exit_code_;
+};
+
+}  // namespace skewbench::remote_effect

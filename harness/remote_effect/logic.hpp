@@ -1,0 +1,137 @@
+#pragma once
+
+// The remote-effect service's decisions, free of sockets, SQLite and clocks.
+// Every function here takes the caller's logical time as an argument; nothing
+// reads the system clock. The HTTP layer (service.cpp) and the store
+// (store.cpp) only move data in and out of these functions.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace skewbench::remote_effect {
+
+// Wire names, kept exactly as the published service spells them.
+inline constexpr std::string_view kOperationIdHeader = "X-Operation-Id";
+inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
+inline constexpr std::string_view kTtlHeader = "X-Idempotency-TTL";
+inline constexpr std::string_view kDropAckHeader = "X-Drop-Ack";
+inline constexpr std::string_view kLogicalTimeHeader = "X-Logical-Time";
+
+inline constexpr std::size_t kMaxHeaderValueBytes = 256;
+inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;
+
+// A key is active strictly before its expiry: at exactly expires_at it has
+// expired. Both values are seconds of the caller's logical epoch.
+constexpr bool is_active(std::int64_t now_s, std::int64_t expires_at_s) {
+  return now_s < expires_at_s;
+}
+
+// "absent" (no effect), "committed" (exactly one) or "conflict" (two or more:
+// the operation took effect more than once).
+std::string_view status_name(std::size_t effect_count);
+
+// Parses a full-string base-10 int64: an optional '-' and digits, nothing else
+// (no '+', no spaces, no trailing junk), and no overflow.
+std::optional<std::int64_t> parse_int64(std::string_view text);
+
+// True when the value is at most kMaxHeaderValueBytes long and has no control
+// characters (bytes below 0x20, and 0x7f).
+bool is_valid_header_value(std::string_view value);
+
+// Case-insensitive header names, several values per name, as received.
+struct CaseInsensitiveLess {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const;
+};
+using Headers = std::multimap<std::string, std::string, CaseInsensitiveLess>;
+
+// A refusal: the HTTP status and the JSON body {"error": ..., [header], [detail]}.
+struct RequestError {
+  int http_status = 400;
+  std::string error;                  // snake_case reason
+  std::optional<std::string> header;  // the offending header, when one is to blame
+  std::optional<std::string> detail;  // a sentence for a human
+
+  nlohmann::json to_json() const;
+};
+
+// POST /effects, validated.
+struct PostRequest {
+  std::string operation_id;
+  std::string idempotency_key;
+  std::int64_t logical_time_s = 0;
+  std::int64_t ttl_s = 0;
+  std::int64_t expires_at_s = 0;  // logical_time_s + ttl_s, checked for overflow
+  bool drop_ack = false;
+  std::string body_sha256;  // hex SHA-256 of the body (the empty body has one too)
+};
+
+// GET /status/{operation_id}, validated.
+struct StatusRequest {
+  std::string operation_id;
+  std::int64_t evaluation_time_s = 0;
+};
+
+template <typename T>
+using Parsed = std::variant<T, RequestError>;
+
+Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body,
+                                       std::int64_t default_ttl_s);
+
+// operation_id is the decoded path segment after "/status/".
+Parsed<StatusRequest> parse_status_request(std::string_view operation_id,
+                                           const Headers& headers);
+
+// The idempotency record currently stored for a key.
+struct IdempotencyRecord {
+  std::string idempotency_key;
+  std::string operation_id;
+  std::int64_t created_at_s = 0;
+  std::int64_t expires_at_s = 0;
+  std::string body_sha256;
+};
+
+enum class Delivery {
+  applied,                    // new effect; the key's record is (re)written
+  deduplicated,               // active key, same operation, same body: nothing new
+  refused_other_operation,    // 409: active key held by another operation
+  refused_different_payload,  // 422: active key, same operation, different body
+};
+
+std::string_view delivery_name(Delivery delivery);
+
+// The whole idempotency rule, judged at the request's logical time.
+Delivery decide(const std::optional<IdempotencyRecord>& existing, const PostRequest& request);
+
+// The refusal body for 409 and 422.
+RequestError refusal_error(Delivery delivery);
+
+struct Effect {
+  std::int64_t effect_id = 0;
+  std::string operation_id;
+  std::string idempotency_key;
+  std::int64_t created_at_s = 0;
+};
+
+// What the store holds about one operation.
+struct OperationState {
+  std::vector<Effect> effects;                // by effect_id
+  std::vector<IdempotencyRecord> records;     // by idempotency_key
+  std::int64_t post_requests = 0;
+  std::int64_t ack_drops = 0;
+};
+
+// The /status snapshot, evaluated at evaluation_time_s (active_at_query uses
+// the strict expiry rule).
+nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s,
+                             const OperationState& state, std::string_view boot_id);
+
+}  // namespace skewbench::remote_effect

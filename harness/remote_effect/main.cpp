@@ -1,0 +1,150 @@
+// remote-effect: the separate HTTP effect service, durable in SQLite.
+//
+//   remote-effect --host 127.0.0.1 --port 8080 --state-db PATH
+//                 [--sync full|normal] [--default-ttl-seconds 60]
+//
+// Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 unexpected failure,
+// 2 bad command line, 3 state database or port unusable.
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <httplib.h>
+#include <pthread.h>
+#include <skewbench/build_info.hpp>
+
+#include "remote_effect/service.hpp"
+#include "remote_effect/store.hpp"
+
+namespace {
+
+namespace re = skewbench::remote_effect;
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitUnavailable = 3;
+
+std::string version_text() {
+  return std::string("remote-effect ") + skewbench::build_info::kVersion + " (commit " +
+         skewbench::build_info::kGitCommit + ", " + skewbench::build_info::kBuildType +
+         ", SQLite " + re::Store::sqlite_version() + ", cpp-httplib " + CPPHTTPLIB_VERSION + ")";
+}
+
+// SIGTERM and SIGINT are blocked in every thread and taken by one waiting
+// thread, which asks the service to stop; nothing runs in a signal handler.
+sigset_t termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+int serve(const re::ServiceOptions& options) {
+  std::unique_ptr<re::Service> service;
+  try {
+    service = std::make_unique<re::Service>(options);
+  } catch (const re::StoreError& e) {
+    std::cerr << "remote-effect: " << e.what() << std::endl;
+    return kExitUnavailable;
+  }
+  try {
+    service->bind();
+  } catch (const re::BindError& e) {
+    std::cerr << "remote-effect: " << e.what() << std::endl;
+    return kExitUnavailable;
+  }
+
+  std::atomic<bool> finished{false};
+  std::thread signal_waiter([&] {
+    const sigset_t set = termination_signals();
+    const timespec poll_interval{0, 100'000'000};
+    while (!finished) {
+      const int signal_number = sigtimedwait(&set, nullptr, &poll_interval);
+      if (signal_number == SIGTERM || signal_number == SIGINT) {
+        std::cerr << "remote-effect: " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
+                  << " received, shutting down" << std::endl;
+        service->stop();
+        return;
+      }
+    }
+  });
+
+  std::cout << service->ready_line().dump() << std::endl;  // endl flushes: the launcher waits for it
+  try {
+    service->run();
+  } catch (...) {
+    finished = true;
+    signal_waiter.join();
+    throw;
+  }
+  finished = true;
+  signal_waiter.join();
+  service.reset();  // closes the database, checkpointing the WAL
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Blocked before any thread starts, so every thread inherits the mask.
+  const sigset_t signals = termination_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A dropped acknowledgement writes to a socket shut down on purpose.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"remote-effect: the HTTP effect service, durable in SQLite", "remote-effect"};
+  re::ServiceOptions options;
+  std::string sync = "full";
+  std::string state_db;
+  app.add_option("--host", options.host, "Address to bind")->capture_default_str();
+  app.add_option("--port", options.port, "TCP port; 0 binds any free port")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--state-db", state_db, "SQLite state file (created if absent)")
+      ->envname("STATE_DB")
+      ->required();
+  app.add_option("--sync", sync, "SQLite synchronous level: full (durable) or normal")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full", "normal"}));
+  app.add_option("--default-ttl-seconds", options.default_ttl_s,
+                 "TTL of a key when X-Idempotency-TTL is absent")
+      ->envname("DEFAULT_TTL_SECONDS")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
+  app.add_option("--threads", options.threads,
+                 "Worker threads (each open keep-alive connection holds one)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+  app.set_version_flag("--version", version_text());
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "remote-effect: " << e.what() << "\nRun remote-effect --help for usage."
+              << std::endl;
+    return kExitUsage;
+  }
+  if (state_db.empty()) {
+    std::cerr << "remote-effect: --state-db (or STATE_DB) must name a file" << std::endl;
+    return kExitUsage;
+  }
+  options.state_db = state_db;
+  options.sync = *re::parse_sync_mode(sync);
+
+  try {
+    return serve(options);
+  } catch (const std::exception& e) {
+    std::cerr << "remote-effect: " << e.what() << std::endl;
+    return kExitFailure;
+  }
+}

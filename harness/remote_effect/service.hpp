@@ -1,0 +1,89 @@
+#pragma once
+
+// The HTTP face of the remote-effect service: routes, JSON bodies, drop-ack,
+// and a prompt shutdown. The protocol is described in docs/remote-effect.md.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "remote_effect/store.hpp"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace skewbench::remote_effect {
+
+struct ServiceOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0 = any free port
+  std::filesystem::path state_db;
+  SyncMode sync = SyncMode::full;
+  std::int64_t default_ttl_s = 60;
+  // Worker threads; each open keep-alive connection occupies one.
+  std::size_t threads = 64;
+  std::int64_t keep_alive_timeout_s = 30;
+};
+
+// The address or port cannot be bound.
+class BindError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A fresh 128-bit identifier from the kernel's random source, as 32 hex digits.
+std::string new_boot_id();
+
+class Service {
+ public:
+  // Opens the state database (throws StoreError) and sets up the routes.
+  explicit Service(ServiceOptions options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Binds the listening socket; returns the port actually bound. Throws BindError.
+  int bind();
+
+  // The one JSON line printed when the service is ready to accept connections.
+  nlohmann::ordered_json ready_line() const;
+
+  nlohmann::json health() const;
+
+  // Serves until stop(); returns once every worker has finished.
+  void run();
+
+  // Stops accepting, lets in-flight requests finish, and closes idle
+  // keep-alive connections so run() returns promptly. Safe from any thread;
+  // when run() has started, returns only after run() has returned.
+  void stop();
+
+  const std::string& boot_id() const { return boot_id_; }
+
+ private:
+  void install_routes();
+  void handle_post(const httplib::Request& req, httplib::Response& res);
+
+  ServiceOptions options_;
+  std::filesystem::path state_db_absolute_;
+  std::string boot_id_;
+  int bound_port_ = -1;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<httplib::Server> server_;
+  std::atomic<bool> run_started_{false};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> run_returned_{false};
+  std::once_flag stop_once_;
+};
+
+}  // namespace skewbench::remote_effect

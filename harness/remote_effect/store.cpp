@@ -1,0 +1,350 @@
+#include "remote_effect/store.hpp"
+
+#include <system_error>
+#include <utility>
+
+#include <sqlite3.h>
+
+namespace skewbench::remote_effect {
+namespace {
+
+// The schema. Every statement is idempotent, so opening an existing file is a
+// no-op; schema_version guards against a file written by an incompatible build.
+constexpr const char* kSchema[] = {
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS effects ("
+    " effect_id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " operation_id TEXT NOT NULL,"
+    " idempotency_key TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS effects_by_operation ON effects(operation_id, effect_id)",
+    "CREATE TABLE IF NOT EXISTS idempotency_records ("
+    " idempotency_key TEXT PRIMARY KEY,"
+    " operation_id TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " expires_at INTEGER NOT NULL,"
+    " body_sha256 TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS idempotency_records_by_operation"
+    " ON idempotency_records(operation_id, idempotency_key)",
+    // One row per POST that reached the idempotency decision and was accepted
+    // (applied or deduplicated); ack_drops counts the rows with drop_ack = 1.
+    "CREATE TABLE IF NOT EXISTS request_log ("
+    " request_id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " operation_id TEXT NOT NULL,"
+    " idempotency_key TEXT NOT NULL,"
+    " logical_time INTEGER NOT NULL,"
+    " delivery TEXT NOT NULL,"
+    " body_sha256 TEXT NOT NULL,"
+    " drop_ack INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS request_log_by_operation ON request_log(operation_id)",
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+      throw StoreError(std::string("cannot prepare \"") + sql + "\": " + sqlite3_errmsg(db));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  sqlite3* db() const { return db_; }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// One use of a prepared statement: binds, steps, and resets it on scope exit
+// so that no read transaction stays open between requests.
+class Query {
+ public:
+  explicit Query(Statement& statement) : statement_(statement) {}
+  ~Query() {
+    sqlite3_reset(statement_.get());
+    sqlite3_clear_bindings(statement_.get());
+  }
+  Query(const Query&) = delete;
+  Query& operator=(const Query&) = delete;
+
+  Query& bind(int index, std::string_view text) {
+    check(sqlite3_bind_text(statement_.get(), index, text.data(), static_cast<int>(text.size()),
+                            SQLITE_TRANSIENT));
+    return *this;
+  }
+  Query& bind(int index, std::int64_t value) {
+    check(sqlite3_bind_int64(statement_.get(), index, value));
+    return *this;
+  }
+
+  // True when a row is available, false when the statement is done.
+  bool step() {
+    const int rc = sqlite3_step(statement_.get());
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw StoreError(std::string("SQLite: ") + sqlite3_errmsg(statement_.db()) + " in \"" +
+                     sqlite3_sql(statement_.get()) + "\"");
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+
+  std::int64_t int64(int column) const { return sqlite3_column_int64(statement_.get(), column); }
+  std::string text(int column) const {
+    const auto* bytes = sqlite3_column_text(statement_.get(), column);
+    const int size = sqlite3_column_bytes(statement_.get(), column);
+    return bytes ? std::string(reinterpret_cast<const char*>(bytes), static_cast<size_t>(size))
+                 : std::string();
+  }
+
+ private:
+  void check(int rc) const {
+    if (rc != SQLITE_OK) throw StoreError(std::string("SQLite bind: ") + sqlite3_errstr(rc));
+  }
+  Statement& statement_;
+};
+
+void exec(sqlite3* db, const char* sql) {
+  Statement statement(db, sql);
+  Query(statement).run();
+}
+
+std::string pragma_text(sqlite3* db, const char* sql) {
+  Statement statement(db, sql);
+  Query query(statement);
+  return query.step() ? query.text(0) : std::string();
+}
+
+}  // namespace
+
+std::string_view sync_mode_name(SyncMode mode) { return mode == SyncMode::full ? "full" : "normal"; }
+
+std::optional<SyncMode> parse_sync_mode(std::string_view text) {
+  if (text == "full") return SyncMode::full;
+  if (text == "normal") return SyncMode::normal;
+  return std::nullopt;
+}
+
+struct Store::Impl {
+  explicit Impl(sqlite3* connection) : db(connection) {}
+  ~Impl() {
+    for (auto* statement : {&begin, &commit, &rollback, &select_record, &insert_effect,
+                            &upsert_record, &insert_request, &select_effects, &select_records,
+                            &count_requests}) {
+      statement->reset();
+    }
+    // The last connection to close checkpoints the WAL into the main file.
+    sqlite3_close_v2(db);
+  }
+
+  void prepare() {
+    begin = std::make_unique<Statement>(db, "BEGIN IMMEDIATE");
+    commit = std::make_unique<Statement>(db, "COMMIT");
+    rollback = std::make_unique<Statement>(db, "ROLLBACK");
+    select_record = std::make_unique<Statement>(
+        db,
+        "SELECT idempotency_key, operation_id, created_at, expires_at, body_sha256"
+        " FROM idempotency_records WHERE idempotency_key = ?1");
+    insert_effect = std::make_unique<Statement>(
+        db, "INSERT INTO effects(operation_id, idempotency_key, created_at) VALUES (?1, ?2, ?3)");
+    upsert_record = std::make_unique<Statement>(
+        db,
+        "INSERT INTO idempotency_records(idempotency_key, operation_id, created_at, expires_at,"
+        " body_sha256) VALUES (?1, ?2, ?3, ?4, ?5)"
+        " ON CONFLICT(idempotency_key) DO UPDATE SET operation_id = excluded.operation_id,"
+        " created_at = excluded.created_at, expires_at = excluded.expires_at,"
+        " body_sha256 = excluded.body_sha256");
+    insert_request = std::make_unique<Statement>(
+        db,
+        "INSERT INTO request_log(operation_id, idempotency_key, logical_time, delivery,"
+        " body_sha256, drop_ack) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    select_effects = std::make_unique<Statement>(
+        db,
+        "SELECT effect_id, operation_id, idempotency_key, created_at FROM effects"
+        " WHERE operation_id = ?1 ORDER BY effect_id");
+    select_records = std::make_unique<Statement>(
+        db,
+        "SELECT idempotency_key, operation_id, created_at, expires_at, body_sha256"
+        " FROM idempotency_records WHERE operation_id = ?1 ORDER BY idempotency_key");
+    count_requests = std::make_unique<Statement>(
+        db,
+        "SELECT COUNT(*), COALESCE(SUM(drop_ack), 0) FROM request_log WHERE operation_id = ?1");
+  }
+
+  sqlite3* db;
+  std::unique_ptr<Statement> begin, commit, rollback, select_record, insert_effect, upsert_record,
+      insert_request, select_effects, select_records, count_requests;
+};
+
+namespace {
+
+// BEGIN IMMEDIATE now; ROLLBACK on scope exit unless commit() succeeded.
+class Transaction {
+ public:
+  Transaction(Statement& begin, Statement& commit, Statement& rollback)
+      : commit_(commit), rollback_(rollback) {
+    Query(begin).run();
+  }
+  ~Transaction() {
+    if (open_) {
+      try {
+        Query(rollback_).run();
+      } catch (const StoreError&) {
+        // SQLite may already have rolled back after a failed COMMIT.
+      }
+    }
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  void commit() {
+    Query(commit_).run();
+    open_ = false;
+  }
+
+ private:
+  Statement& commit_;
+  Statement& rollback_;
+  bool open_ = true;
+};
+
+}  // namespace
+
+Store::Store(const std::filesystem::path& path, SyncMode sync) : sync_(sync) {
+  const auto where = "state database " + path.string();
+  if (path.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) throw StoreError("cannot create the directory of " + where + ": " + ec.message());
+  }
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db);
+    throw StoreError("cannot open " + where + ": " + message);
+  }
+  impl_ = std::make_unique<Impl>(db);
+  try {
+    sqlite3_extended_result_codes(db, 1);
+    exec(db, "PRAGMA busy_timeout = 5000");
+    const auto journal = pragma_text(db, "PRAGMA journal_mode = WAL");
+    if (journal != "wal") throw StoreError("journal_mode is \"" + journal + "\", not wal");
+    exec(db, sync == SyncMode::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+    exec(db, "BEGIN IMMEDIATE");
+    for (const char* sql : kSchema) exec(db, sql);
+    {
+      Statement select(db, "SELECT version FROM schema_version");
+      Query query(select);
+      if (!query.step()) {
+        Statement insert(db, "INSERT INTO schema_version(version) VALUES (?1)");
+        Query(insert).bind(1, std::int64_t{kSchemaVersion}).run();
+      } else if (query.int64(0) != kSchemaVersion) {
+        throw StoreError("schema version " + std::to_string(query.int64(0)) +
+                         " is not the version this build understands (" +
+                         std::to_string(kSchemaVersion) + ")");
+      }
+    }
+    exec(db, "COMMIT");
+    impl_->prepare();
+  } catch (const StoreError& e) {
+    impl_.reset();
+    throw StoreError("cannot use " + where + ": " + e.what());
+  }
+}
+
+Store::~Store() = default;
+
+std::string Store::sqlite_version() { return sqlite3_libversion(); }
+
+PostResult Store::post(const PostRequest& request) {
+  std::lock_guard lock(mutex_);
+  auto& s = *impl_;
+  Transaction transaction(*s.begin, *s.commit, *s.rollback);
+
+  std::optional<IdempotencyRecord> existing;
+  {
+    Query query(*s.select_record);
+    query.bind(1, request.idempotency_key);
+    if (query.step()) {
+      existing = IdempotencyRecord{query.text(0), query.text(1), query.int64(2), query.int64(3),
+                                   query.text(4)};
+    }
+  }
+
+  PostResult result;
+  result.delivery = decide(existing, request);
+  if (result.delivery == Delivery::refused_other_operation ||
+      result.delivery == Delivery::refused_different_payload) {
+    return result;  // The transaction rolls back: a refusal writes nothing.
+  }
+
+  if (result.delivery == Delivery::applied) {
+    Query(*s.insert_effect)
+        .bind(1, request.operation_id)
+        .bind(2, request.idempotency_key)
+        .bind(3, request.logical_time_s)
+        .run();
+    Query(*s.upsert_record)
+        .bind(1, request.idempotency_key)
+        .bind(2, request.operation_id)
+        .bind(3, request.logical_time_s)
+        .bind(4, request.expires_at_s)
+        .bind(5, request.body_sha256)
+        .run();
+  }
+  Query(*s.insert_request)
+      .bind(1, request.operation_id)
+      .bind(2, request.idempotency_key)
+      .bind(3, request.logical_time_s)
+      .bind(4, delivery_name(result.delivery))
+      .bind(5, request.body_sha256)
+      .bind(6, std::int64_t{request.drop_ack ? 1 : 0})
+      .run();
+  transaction.commit();
+
+  result.state = read_locked(request.operation_id);
+  return result;
+}
+
+OperationState Store::read(std::string_view operation_id) {
+  std::lock_guard lock(mutex_);
+  return read_locked(operation_id);
+}
+
+OperationState Store::read_locked(std::string_view operation_id) {
+  auto& s = *impl_;
+  OperationState state;
+  {
+    Query query(*s.select_effects);
+    query.bind(1, operation_id);
+    while (query.step()) {
+      state.effects.push_back(Effect{query.int64(0), query.text(1), query.text(2), query.int64(3)});
+    }
+  }
+  {
+    Query query(*s.select_records);
+    query.bind(1, operation_id);
+    while (query.step()) {
+      state.records.push_back(IdempotencyRecord{query.text(0), query.text(1), query.int64(2),
+                                                query.int64(3), query.text(4)});
+    }
+  }
+  {
+    Query query(*s.count_requests);
+    query.bind(1, operation_id);
+    if (query.step()) {
+      state.post_requests = query.int64(0);
+      state.ack_drops = query.int64(1);
+    }
+  }
+  return state;
+}
+
+}  // namespace skewbench::remote_effect
