@@ -1,0 +1,298 @@
+// The remote-effect service's decisions, tested without processes or sockets.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <variant>
+
+#include <catch2/catch_test_macros.hpp>
+
+#include "common/digest.hpp"
+#include "remote_effect/logic.hpp"
+
+namespace re = skewbench::remote_effect;
+
+namespace {
+
+re::Headers valid_post_headers() {
+  return {{"X-Operation-Id", "op-1"},
+          {"Idempotency-Key", "key-1"},
+          {"X-Logical-Time", "100"},
+          {"X-Idempotency-TTL", "60"}};
+}
+
+re::RequestError post_error(const re::Headers& headers, std::string_view body = "") {
+  auto parsed = re::parse_post_request(headers, body, 60);
+  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
+  return std::get<re::RequestError>(parsed);
+}
+
+re::PostRequest post_ok(const re::Headers& headers, std::string_view body = "",
+                        std::int64_t default_ttl_s = 60) {
+  auto parsed = re::parse_post_request(headers, body, default_ttl_s);
+  if (const auto* error = std::get_if<re::RequestError>(&parsed)) {
+    FAIL("refused: " << error->to_json().dump());
+  }
+  return std::get<re::PostRequest>(parsed);
+}
+
+re::Headers with(re::Headers headers, const std::string& name, const std::string& value) {
+  headers.erase(name);
+  headers.emplace(name, value);
+  return headers;
+}
+
+re::Headers without(re::Headers headers, const std::string& name) {
+  headers.erase(name);
+  return headers;
+}
+
+re::PostRequest request_at(std::int64_t now_s, std::string operation_id,
+                           std::string body_sha256 = "body-a") {
+  re::PostRequest request;
+  request.operation_id = std::move(operation_id);
+  request.idempotency_key = "key-1";
+  request.logical_time_s = now_s;
+  request.ttl_s = 60;
+  request.expires_at_s = now_s + 60;
+  request.body_sha256 = std::move(body_sha256);
+  return request;
+}
+
+re::IdempotencyRecord record_expiring_at(std::int64_t expires_at_s, std::string operation_id,
+                                         std::string body_sha256 = "body-a") {
+  return re::IdempotencyRecord{"key-1", std::move(operation_id), expires_at_s - 60, expires_at_s,
+                               std::move(body_sha256)};
+}
+
+}  // namespace
+
+TEST_CASE("a key is active strictly before its expiry and expired at exactly expires_at") {
+  CHECK(re::is_active(109, 110));
+  CHECK_FALSE(re::is_active(110, 110));
+  CHECK_FALSE(re::is_active(111, 110));
+  CHECK(re::is_active(std::numeric_limits<std::int64_t>::min(), -5));
+}
+
+TEST_CASE("status is absent for no effect, committed for one and conflict for two or more") {
+  CHECK(re::status_name(0) == "absent");
+  CHECK(re::status_name(1) == "committed");
+  CHECK(re::status_name(2) == "conflict");
+  CHECK(re::status_name(17) == "conflict");
+}
+
+TEST_CASE("an integer header must be a full-string base-10 int64") {
+  CHECK(re::parse_int64("0") == 0);
+  CHECK(re::parse_int64("1700000000") == 1700000000);
+  CHECK(re::parse_int64("-20") == -20);
+  CHECK(re::parse_int64("007") == 7);
+  CHECK(re::parse_int64("9223372036854775807") == std::numeric_limits<std::int64_t>::max());
+  CHECK(re::parse_int64("-9223372036854775808") == std::numeric_limits<std::int64_t>::min());
+
+  CHECK_FALSE(re::parse_int64(""));
+  CHECK_FALSE(re::parse_int64("12abc"));
+  CHECK_FALSE(re::parse_int64("12 "));
+  CHECK_FALSE(re::parse_int64(" 12"));
+  CHECK_FALSE(re::parse_int64("+12"));
+  CHECK_FALSE(re::parse_int64("1.5"));
+  CHECK_FALSE(re::parse_int64("1e3"));
+  CHECK_FALSE(re::parse_int64("0x10"));
+  CHECK_FALSE(re::parse_int64("-"));
+  CHECK_FALSE(re::parse_int64("9223372036854775808"));
+  CHECK_FALSE(re::parse_int64("-9223372036854775809"));
+}
+
+TEST_CASE("a header value over 256 bytes or with a control character is invalid") {
+  CHECK(re::is_valid_header_value(std::string(256, 'a')));
+  CHECK_FALSE(re::is_valid_header_value(std::string(257, 'a')));
+  CHECK(re::is_valid_header_value("op with spaces and UTF-8 \xc3\xa9"));
+  CHECK_FALSE(re::is_valid_header_value(std::string("a\0b", 3)));
+  CHECK_FALSE(re::is_valid_header_value("a\tb"));
+  CHECK_FALSE(re::is_valid_header_value("a\x01"));
+  CHECK_FALSE(re::is_valid_header_value("a\x7f"));
+}
+
+TEST_CASE("a valid POST is parsed with its expiry and the SHA-256 of its body") {
+  const auto request = post_ok(valid_post_headers(), "payload");
+  CHECK(request.operation_id == "op-1");
+  CHECK(request.idempotency_key == "key-1");
+  CHECK(request.logical_time_s == 100);
+  CHECK(request.ttl_s == 60);
+  CHECK(request.expires_at_s == 160);
+  CHECK_FALSE(request.drop_ack);
+  CHECK(request.body_sha256 == skewbench::sha256_hex("payload"));
+}
+
+TEST_CASE("header names are matched case-insensitively") {
+  const re::Headers headers = {{"x-operation-id", "op-1"},
+                               {"IDEMPOTENCY-KEY", "key-1"},
+                               {"x-logical-time", "5"}};
+  const auto request = post_ok(headers);
+  CHECK(request.operation_id == "op-1");
+  CHECK(request.logical_time_s == 5);
+}
+
+TEST_CASE("an empty body has a fingerprint too") {
+  const auto request = post_ok(valid_post_headers(), "");
+  CHECK(request.body_sha256 ==
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST_CASE("a POST without X-Idempotency-TTL takes the service's default TTL") {
+  const auto request = post_ok(without(valid_post_headers(), "X-Idempotency-TTL"), "", 7);
+  CHECK(request.ttl_s == 7);
+  CHECK(request.expires_at_s == 107);
+}
+
+TEST_CASE("a POST without an operation id or key is refused with 400") {
+  CHECK(post_error(without(valid_post_headers(), "X-Operation-Id")).error == "missing_operation_id");
+  CHECK(post_error(with(valid_post_headers(), "X-Operation-Id", "")).error ==
+        "missing_operation_id");
+  CHECK(post_error(without(valid_post_headers(), "Idempotency-Key")).error ==
+        "missing_idempotency_key");
+  CHECK(post_error(with(valid_post_headers(), "Idempotency-Key", "")).error ==
+        "missing_idempotency_key");
+}
+
+TEST_CASE("a POST with a missing or non-integer logical time is refused with 400") {
+  for (const auto* bad : {"", "12abc", "1.5", "9223372036854775808", "+5"}) {
+    const auto error = post_error(with(valid_post_headers(), "X-Logical-Time", bad));
+    CHECK(error.http_status == 400);
+    CHECK(error.error == "invalid_or_missing_logical_time");
+  }
+  CHECK(post_error(without(valid_post_headers(), "X-Logical-Time")).error ==
+        "invalid_or_missing_logical_time");
+}
+
+TEST_CASE("a POST whose TTL is not a positive int64 is refused with 400") {
+  for (const auto* bad : {"0", "-5", "1.5", "ten", "99999999999999999999"}) {
+    const auto error = post_error(with(valid_post_headers(), "X-Idempotency-TTL", bad));
+    CHECK(error.http_status == 400);
+    CHECK(error.error == "invalid_ttl");
+    CHECK(error.header == "X-Idempotency-TTL");
+  }
+}
+
+TEST_CASE("a POST whose expiry would overflow int64 is refused with 400") {
+  auto headers = with(valid_post_headers(), "X-Logical-Time", "9223372036854775800");
+  headers = with(headers, "X-Idempotency-TTL", "8");
+  CHECK(post_error(headers).error == "invalid_ttl");
+  headers = with(headers, "X-Idempotency-TTL", "7");
+  CHECK(post_ok(headers).expires_at_s == std::numeric_limits<std::int64_t>::max());
+}
+
+TEST_CASE("X-Drop-Ack accepts only 0 and 1") {
+  CHECK_FALSE(post_ok(with(valid_post_headers(), "X-Drop-Ack", "0")).drop_ack);
+  CHECK(post_ok(with(valid_post_headers(), "X-Drop-Ack", "1")).drop_ack);
+  for (const auto* bad : {"true", "yes", "2", ""}) {
+    CHECK(post_error(with(valid_post_headers(), "X-Drop-Ack", bad)).error == "invalid_drop_ack");
+  }
+}
+
+TEST_CASE("an oversized or control-character protocol header is refused naming the header") {
+  auto error = post_error(with(valid_post_headers(), "Idempotency-Key", std::string(257, 'k')));
+  CHECK(error.http_status == 400);
+  CHECK(error.error == "invalid_header_value");
+  CHECK(error.header == "Idempotency-Key");
+  CHECK(error.to_json().at("header") == "Idempotency-Key");
+
+  error = post_error(with(valid_post_headers(), "X-Operation-Id", "op\x01"));
+  CHECK(error.error == "invalid_header_value");
+  CHECK(error.header == "X-Operation-Id");
+}
+
+TEST_CASE("a repeated protocol header is refused with 400") {
+  auto headers = valid_post_headers();
+  headers.emplace("Idempotency-Key", "key-2");
+  const auto error = post_error(headers);
+  CHECK(error.error == "duplicate_header");
+  CHECK(error.header == "Idempotency-Key");
+}
+
+TEST_CASE("a status query needs an integer logical time and a non-empty operation id") {
+  const re::Headers time = {{"X-Logical-Time", "42"}};
+  auto parsed = re::parse_status_request("op-1", time);
+  REQUIRE(std::holds_alternative<re::StatusRequest>(parsed));
+  CHECK(std::get<re::StatusRequest>(parsed).evaluation_time_s == 42);
+
+  parsed = re::parse_status_request("op-1", {{"X-Logical-Time", "4x"}});
+  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
+  CHECK(std::get<re::RequestError>(parsed).error == "invalid_or_missing_logical_time");
+
+  parsed = re::parse_status_request("op-1", {});
+  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
+  CHECK(std::get<re::RequestError>(parsed).error == "invalid_or_missing_logical_time");
+
+  parsed = re::parse_status_request("", time);
+  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
+  CHECK(std::get<re::RequestError>(parsed).error == "missing_operation_id");
+
+  parsed = re::parse_status_request(std::string("a\0b", 3), time);
+  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
+  CHECK(std::get<re::RequestError>(parsed).error == "invalid_operation_id");
+}
+
+TEST_CASE("a fresh key is applied") {
+  CHECK(re::decide(std::nullopt, request_at(100, "op-1")) == re::Delivery::applied);
+}
+
+TEST_CASE("an active key reused by the same operation with the same body is deduplicated") {
+  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(159, "op-1")) ==
+        re::Delivery::deduplicated);
+}
+
+TEST_CASE("an active key reused by another operation is refused with 409") {
+  const auto delivery = re::decide(record_expiring_at(160, "op-1"), request_at(159, "op-2"));
+  CHECK(delivery == re::Delivery::refused_other_operation);
+  const auto error = re::refusal_error(delivery);
+  CHECK(error.http_status == 409);
+  CHECK(error.to_json() ==
+        nlohmann::json{{"error", "active_idempotency_key_reused_for_different_operation"}});
+}
+
+TEST_CASE("an active key reused by the same operation with a different body is refused with 422") {
+  const auto delivery =
+      re::decide(record_expiring_at(160, "op-1", "body-a"), request_at(159, "op-1", "body-b"));
+  CHECK(delivery == re::Delivery::refused_different_payload);
+  const auto error = re::refusal_error(delivery);
+  CHECK(error.http_status == 422);
+  CHECK(error.to_json() ==
+        nlohmann::json{{"error", "idempotency_key_reused_with_different_payload"}});
+}
+
+TEST_CASE("a key reused at exactly expires_at is applied again, whoever reuses it") {
+  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(160, "op-1")) ==
+        re::Delivery::applied);
+  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(160, "op-2")) ==
+        re::Delivery::applied);
+  CHECK(re::decide(record_expiring_at(160, "op-1", "a"), request_at(160, "op-1", "b")) ==
+        re::Delivery::applied);
+}
+
+TEST_CASE("the snapshot marks each record active at the evaluation time and names the status") {
+  re::OperationState state;
+  state.effects = {{1, "op-1", "key-1", 100}, {7, "op-1", "key-2", 170}};
+  state.records = {{"key-1", "op-1", 100, 160, "x"}, {"key-2", "op-1", 170, 230, "y"}};
+  state.post_requests = 3;
+  state.ack_drops = 1;
+
+  const auto snapshot = re::snapshot_json("op-1", 160, state, "boot");
+  CHECK(snapshot.at("operation_id") == "op-1");
+  CHECK(snapshot.at("evaluation_time") == 160);
+  CHECK(snapshot.at("status") == "conflict");
+  CHECK(snapshot.at("effect_count") == 2);
+  CHECK(snapshot.at("effects").at(1) == nlohmann::json{{"effect_id", 7},
+                                                       {"operation_id", "op-1"},
+                                                       {"idempotency_key", "key-2"},
+                                                       {"created_at", 170}});
+  CHECK(snapshot.at("idempotency_records").at(0).at("active_at_query") == false);
+  CHECK(snapshot.at("idempotency_records").at(1).at("active_at_query") == true);
+  CHECK_FALSE(snapshot.at("idempotency_records").at(0).contains("body_sha256"));
+  CHECK(snapshot.at("active_idempotency_records") == 1);
+  CHECK(snapshot.at("post_requests") == 3);
+  CHECK(snapshot.at("ack_drops") == 1);
+  CHECK(snapshot.at("boot_id") == "boot");
+
+  CHECK(re::snapshot_json("op-1", 159, state, "boot").at("active_idempotency_records") == 2);
+  CHECK(re::snapshot_json("op-9", 0, re::OperationState{}, "boot").at("status") == "absent");
+}
