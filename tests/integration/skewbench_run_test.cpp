@@ -1,0 +1,234 @@
+// skewbench run against a real PostgreSQL cluster and a real remote-effect
+// process: the #018 reproduction, digests, exit codes, isolation of runs.
+
+#include <thread>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "infra/postgres_cluster.hpp"
+#include "remote_effect/launcher.hpp"
+#include "support/cli.hpp"
+
+using namespace skewbench;
+using namespace skewbench::testing;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+json row_for(const json& summary, const std::string& id) {
+  for (const auto& row : summary["scenarios"]) {
+    if (row["id"] == id) return row;
+  }
+  FAIL("no summary row for " << id);
+  return nullptr;
+}
+
+json observation(const json& evidence, const std::string& node) {
+  for (const auto& step : evidence["timeline"]) {
+    if (step["kind"] == "observe" && step["node"] == node) return step["observed"];
+  }
+  FAIL("no observation by " << node);
+  return nullptr;
+}
+
+void write_json(const fs::path& path, const json& value) { write_file_atomically(path, value.dump(2)); }
+
+}  // namespace
+
+TEST_CASE("the three #018 scenarios reproduce the published numbers and result.json scores 10/10") {
+  TempDir out("skewbench-it");
+  const auto r = run_skewbench({"run", source_path("scenarios"), "--out", out.path().string(), "--quiet"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+
+  const auto summary = read_json(out.path() / "summary.json");
+  CHECK(summary["outcome"] == "pass");
+  CHECK(summary["schema_version"] == "skewbench-evidence/1");
+
+  const auto unsafe = row_for(summary, "018-unsafe-node-local");
+  CHECK(unsafe["temporal_state"] == "EXPIRED");
+  CHECK(unsafe["post_requests"] == 2);
+  CHECK(unsafe["effect_count"] == 2);
+  CHECK(unsafe["final_status"] == "conflict");
+  CHECK(unsafe["verdict"] == "CONFLICT");
+
+  const auto authority = row_for(summary, "018-declared-authority");
+  CHECK(authority["post_requests"] == 2);
+  CHECK(authority["effect_count"] == 1);
+  CHECK(authority["final_status"] == "committed");
+
+  const auto guard = row_for(summary, "018-uncertainty");
+  CHECK(guard["temporal_state"] == "TIME_UNKNOWN");
+  CHECK(guard["decision"] == "RECONCILE_FIRST");
+  CHECK(guard["post_requests"] == 1);
+  CHECK(guard["effect_count"] == 1);
+
+  const auto unsafe_evidence = read_json(out.path() / "scenarios" / "018-unsafe-node-local.json");
+  CHECK(observation(unsafe_evidence, "node-a")["active_idempotency_records"] == 1);
+  CHECK(observation(unsafe_evidence, "node-b")["active_idempotency_records"] == 0);
+  CHECK(observation(unsafe_evidence, "node-b")["effect_count"] == 1);
+  CHECK(unsafe_evidence["final"]["ack_drops"] == 1);
+
+  const auto guard_evidence = read_json(out.path() / "scenarios" / "018-uncertainty.json");
+  CHECK(guard_evidence["final"]["outbox_status"] == "delivered");
+
+  const auto result = read_json(out.path() / "result.json");
+  CHECK(result["score"] == 10);
+  CHECK(result["max_score"] == 10);
+  REQUIRE(result["checks"].size() == 5);
+  for (const auto& c : result["checks"]) CHECK(c["passed"] == true);
+  CHECK(result["safe_clock_authority"]["second_post_delivery"] == "deduplicated");
+  CHECK(result["safe_skew_guard"]["uncertainty_interval"] == json::array({6'000'040, 6'000'080}));
+  CHECK(result["database"]["server_version"].get<std::string>().size() > 0);
+  CHECK(result["http_service"]["boot_id"].get<std::string>().size() == 32);
+  CHECK(fs::exists(out.path() / "RESULT.md"));
+}
+
+TEST_CASE("two runs of the same inputs give the same core digest") {
+  TempDir first("skewbench-it");
+  TempDir second("skewbench-it");
+  REQUIRE(run_skewbench({"run", source_path("scenarios"), "--out", first.path().string(), "-q"}).exit_code == 0);
+  REQUIRE(run_skewbench({"run", source_path("scenarios"), "--out", second.path().string(), "-q"}).exit_code == 0);
+  const auto a = read_json(first.path() / "summary.json");
+  const auto b = read_json(second.path() / "summary.json");
+  CHECK(a["environment"]["run_id"] != b["environment"]["run_id"]);
+  CHECK(a["environment"]["remote_effect"]["boot_id"] != b["environment"]["remote_effect"]["boot_id"]);
+  CHECK(a["core_digest"] == b["core_digest"]);
+  CHECK(read_json(first.path() / "result.json")["core_digest"] ==
+        read_json(second.path() / "result.json")["core_digest"]);
+}
+
+TEST_CASE("a deliberately wrong expectation makes run exit 1 and marks that check failed") {
+  TempDir dir("skewbench-it");
+  auto doc = read_json(source_path("scenarios/018-declared-authority.json"));
+  doc["expect"]["effect_count"] = 2;  // the remote will hold one effect
+  fs::create_directories(dir.path() / "in");
+  write_json(dir.path() / "in" / "wrong.json", doc);
+  const auto out = dir.path() / "out";
+  const auto r = run_skewbench({"run", (dir.path() / "in").string(), "--out", out.string(), "-q"});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  const auto evidence = read_json(out / "scenarios" / "018-declared-authority.json");
+  CHECK(evidence["pass"] == false);
+  bool seen = false;
+  for (const auto& c : evidence["checks"]) {
+    if (c["id"] == "final.effect_count") {
+      seen = true;
+      CHECK(c["pass"] == false);
+      CHECK(c["expected"] == 2);
+      CHECK(c["observed"] == 1);
+    } else {
+      CHECK(c["pass"] == true);
+    }
+  }
+  CHECK(seen);
+  CHECK(read_json(out / "summary.json")["outcome"] == "fail");
+}
+
+TEST_CASE("a stopped database gives exit 3 and nothing claims a pass") {
+  std::string url;
+  {
+    infra::PostgresCluster cluster;
+    url = cluster.url();
+    cluster.stop();
+  }
+  TempDir out("skewbench-it");
+  const auto r = run_skewbench({"run", source_path("scenarios"), "--database-url", url, "--out",
+                                out.path().string(), "-q"});
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("PostgreSQL"));
+  const auto summary = read_json(out.path() / "summary.json");
+  CHECK(summary["outcome"] == "error");
+  for (const auto& row : summary["scenarios"]) {
+    CHECK(row["pass"] == false);
+    CHECK(row["verdict"] == "ERROR");
+  }
+  const auto result = read_json(out.path() / "result.json");
+  CHECK(result["score"] == 0);
+}
+
+TEST_CASE("an unreachable remote gives exit 3") {
+  TempDir out("skewbench-it");
+  const auto port = free_loopback_port();
+  const auto r = run_skewbench({"run", source_path("scenarios/018-uncertainty.json"), "--remote-url",
+                                "http://127.0.0.1:" + std::to_string(port), "--out", out.path().string(), "-q"});
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK(read_json(out.path() / "summary.json")["scenarios"][0]["verdict"] == "ERROR");
+}
+
+TEST_CASE("a scenario file error is exit 2 naming the file and the JSON path, and nothing starts") {
+  TempDir dir("skewbench-it");
+  auto doc = read_json(source_path("scenarios/018-uncertainty.json"));
+  doc["policy"]["max_clock_error_s"] = "twenty";
+  write_json(dir.path() / "bad.json", doc);
+  const auto out = dir.path() / "out";
+  const auto r = run_skewbench({"run", (dir.path() / "bad.json").string(), "--out", out.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("bad.json"));
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("$.policy.max_clock_error_s"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("an --out directory that already holds evidence is refused with exit 2") {
+  TempDir out("skewbench-it");
+  write_file_atomically(out.path() / "summary.json", "{}");
+  const auto r = run_skewbench({"run", source_path("scenarios"), "--out", out.path().string()});
+  CHECK(r.exit_code == 2);
+  CHECK(read_file(out.path() / "summary.json") == "{}");
+}
+
+TEST_CASE("two runs at once against one database and one remote do not interfere") {
+  infra::PostgresCluster cluster;
+  TempDir dir("skewbench-it");
+  remote_effect::LaunchOptions launch;
+  launch.binary = SKEWBENCH_REMOTE_EFFECT_BIN;
+  launch.state_db = dir.path() / "remote.sqlite3";
+  remote_effect::RemoteEffectProcess remote(launch);
+
+  CommandResult results[2];
+  std::thread runs[2];
+  for (int i = 0; i < 2; ++i) {
+    runs[i] = std::thread([&, i] {
+      results[i] = run_skewbench({"run", source_path("scenarios"), "--database-url", cluster.url(), "--remote-url",
+                                  remote.base_url(), "--out", (dir.path() / ("out" + std::to_string(i))).string(),
+                                  "-q"});
+    });
+  }
+  for (auto& t : runs) t.join();
+  INFO(results[0].output << results[1].output);
+  CHECK(results[0].exit_code == 0);
+  CHECK(results[1].exit_code == 0);
+  CHECK(read_json(dir.path() / "out0" / "summary.json")["core_digest"] ==
+        read_json(dir.path() / "out1" / "summary.json")["core_digest"]);
+
+  // A third run on the same long-lived services still reproduces #018.
+  const auto third = run_skewbench({"run", source_path("scenarios"), "--database-url", cluster.url(), "--remote-url",
+                                    remote.base_url(), "--out", (dir.path() / "out2").string(), "-q"});
+  CHECK(third.exit_code == 0);
+}
+
+TEST_CASE("a remote restart between the lost acknowledgement and recovery keeps the committed effect") {
+  TempDir dir("skewbench-it");
+  const json scenario = json::parse(R"({
+    "id": "restart-then-recover",
+    "description": "remote-effect restarts after the lost acknowledgement; recovery under a declared authority deduplicates",
+    "t0_s": 7000000, "ttl_s": 60,
+    "nodes": [{"id": "node-a", "clock_offset_s": 0}, {"id": "node-b", "clock_offset_s": 20}],
+    "policy": {"name": "declared_authority", "authority": {"identity": "remote_effect_service_logical_clock", "offset_s": 5}},
+    "steps": [
+      {"kind": "commit_operation", "node": "node-a", "at_s": 0},
+      {"kind": "post_effect", "node": "node-a", "at_s": 0, "drop_ack": true, "expect": {"transport_outcome": "ACK_UNKNOWN"}},
+      {"kind": "restart_remote", "at_s": 10, "expect": {"boot_id_changed": true, "effect_count": 1}},
+      {"kind": "recover", "node": "node-b", "at_s": 50, "expect": {"delivery": "deduplicated"}}
+    ],
+    "expect": {"effect_count": 1, "post_requests": 2, "verdict": "SAFE"}
+  })");
+  write_json(dir.path() / "restart.json", scenario);
+  const auto r = run_skewbench({"run", (dir.path() / "restart.json").string(), "--out", (dir.path() / "out").string(), "-q"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+}

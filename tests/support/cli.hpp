@@ -1,0 +1,29 @@
+#pragma once
+
+// Runs the real skewbench executable and reads what it wrote.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/files.hpp"
+#include "common/subprocess.hpp"
+
+namespace skewbench::testing {
+
+inline CommandResult run_skewbench(std::vector<std::string> args) {
+  args.insert(args.begin(), SKEWBENCH_CLI_BIN);
+  return run_command(args);
+}
+
+inline nlohmann::json read_json(const std::filesystem::path& path) {
+  return nlohmann::json::parse(read_file(path));
+}
+
+inline std::string source_path(const std::string& relative) {
+  return std::string(SKEWBENCH_SOURCE_DIR) + "/" + relative;
+}
+
+}  // namespace skewbench::testing

@@ -1,0 +1,118 @@
+#pragma once
+
+// In-memory stand-ins for the outbox and the remote, for unit tests only.
+// FakeRemote follows the remote-effect rules (strict expiry, same-key
+// deduplication, drop-ack commits then answers nothing) closely enough to
+// exercise steps and the runner; integration tests use the real service.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/errors.hpp"
+#include "infra/ports.hpp"
+
+namespace skewbench::testing {
+
+class FakeRemote final : public infra::RemoteApi {
+ public:
+  bool fail_everything = false;
+
+  infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
+    if (fail_everything) throw InfrastructureError("fake remote is down");
+    auto& op = operations_[r.operation_id];
+    ++op.post_requests;
+    infra::HttpExchange ex;
+    ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", {{"Idempotency-Key", r.idempotency_key}}}};
+    std::string delivery = "applied";
+    const auto it = records_.find(r.idempotency_key);
+    if (it != records_.end() && r.logical_time_s < it->second.second) {
+      delivery = "deduplicated";
+    } else {
+      ++op.effects;
+      records_[r.idempotency_key] = {r.operation_id, r.logical_time_s + r.ttl_s};
+    }
+    if (r.drop_ack) {
+      ++op.ack_drops;
+      ex.outcome = infra::TransportOutcome::AckUnknown;
+      return ex;
+    }
+    ex.http_status = 200;
+    ex.response_body = snapshot(r.operation_id, r.logical_time_s);
+    ex.response_body["delivery"] = delivery;
+    return ex;
+  }
+
+  infra::HttpExchange status(const std::string& operation_id, std::int64_t t) override {
+    if (fail_everything) throw InfrastructureError("fake remote is down");
+    infra::HttpExchange ex;
+    ex.request = {{"method", "GET"}, {"path", "/status/" + operation_id}};
+    ex.http_status = 200;
+    ex.response_body = snapshot(operation_id, t);
+    return ex;
+  }
+
+  nlohmann::json health() override { return {{"status", "ok"}, {"boot_id", "fake"}}; }
+
+ private:
+  struct Operation {
+    std::int64_t effects = 0, post_requests = 0, ack_drops = 0;
+  };
+
+  nlohmann::json snapshot(const std::string& operation_id, std::int64_t t) {
+    const auto& op = operations_[operation_id];
+    std::int64_t active = 0;
+    for (const auto& [key, record] : records_) {
+      if (record.first == operation_id && t < record.second) ++active;
+    }
+    const char* status = op.effects == 0 ? "absent" : (op.effects == 1 ? "committed" : "conflict");
+    return {{"operation_id", operation_id}, {"evaluation_time", t},          {"status", status},
+            {"effect_count", op.effects},   {"post_requests", op.post_requests}, {"ack_drops", op.ack_drops},
+            {"active_idempotency_records", active}, {"boot_id", "fake"}};
+  }
+
+  std::map<std::string, Operation> operations_;
+  std::map<std::string, std::pair<std::string, std::int64_t>> records_;  // key -> (operation, expires_at)
+};
+
+class FakeOutbox final : public infra::OutboxApi {
+ public:
+  void declare_operation(const std::string& id) override { rows_[id].business_state = "absent"; }
+  void commit_operation(const std::string& id, const std::string& key, std::int64_t ttl_s) override {
+    auto& row = rows_.at(id);
+    row.business_state = "committed";
+    ++row.business_version;
+    row.idempotency_key = key;
+    row.ttl_s = ttl_s;
+    row.status = "pending";
+  }
+  void record_attempt(const std::string& id, std::int64_t t) override {
+    auto& row = rows_.at(id);
+    ++row.delivery_attempts;
+    if (!row.key_created_at_s) {
+      row.key_created_at_s = t;
+      row.key_expires_at_s = t + row.ttl_s;
+    }
+  }
+  void record_outcome(const std::string& id, infra::TransportOutcome outcome, bool delivered, std::int64_t t) override {
+    auto& row = rows_.at(id);
+    row.last_transport_outcome = infra::to_string(outcome);
+    if (delivered) mark_delivered(id, t);
+  }
+  void mark_delivered(const std::string& id, std::int64_t t) override {
+    auto& row = rows_.at(id);
+    row.status = "delivered";
+    if (!row.delivered_at_s) row.delivered_at_s = t;
+  }
+  infra::OutboxRow read(const std::string& id) override {
+    auto row = rows_.at(id);
+    row.operation_id = id;
+    if (row.status.empty()) row.status = "absent";
+    return row;
+  }
+
+ private:
+  std::map<std::string, infra::OutboxRow> rows_;
+};
+
+}  // namespace skewbench::testing

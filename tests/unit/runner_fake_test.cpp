@@ -1,0 +1,115 @@
+// The runner, steps and evidence core against in-memory fakes: decisions,
+// verdicts from measured counts, failing checks, errors, and digests.
+
+#include <catch2/catch_test_macros.hpp>
+
+#include "common/digest.hpp"
+#include "evidence/evidence.hpp"
+#include "runner/runner.hpp"
+#include "scenario/scenario.hpp"
+#include "support/fakes.hpp"
+
+using namespace skewbench;
+using nlohmann::json;
+
+namespace {
+
+scenario::Scenario shipped(const std::string& name) {
+  return scenario::load_scenario_file(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/" + name);
+}
+
+runner::ScenarioResult run_with_fakes(const scenario::Scenario& s, const std::string& run_id = "rtest") {
+  testing::FakeRemote remote;
+  testing::FakeOutbox outbox;
+  runner::ScenarioRunner r(remote, outbox, {run_id, nullptr, nullptr, true});
+  return r.run(s);
+}
+
+}  // namespace
+
+TEST_CASE("the three #018 scenarios reach their published outcomes under the fakes") {
+  const auto unsafe = run_with_fakes(shipped("018-unsafe-node-local.json"));
+  CHECK(unsafe.verdict == "CONFLICT");
+  CHECK(unsafe.final_measurement["effect_count"] == 2);
+  CHECK(unsafe.pass);
+
+  const auto authority = run_with_fakes(shipped("018-declared-authority.json"));
+  CHECK(authority.verdict == "SAFE");
+  CHECK(authority.final_measurement["post_requests"] == 2);
+  CHECK(authority.pass);
+
+  const auto guard = run_with_fakes(shipped("018-uncertainty.json"));
+  CHECK(guard.verdict == "HELD");
+  CHECK(guard.temporal_state() == "TIME_UNKNOWN");
+  CHECK(guard.final_measurement["post_requests"] == 1);
+  CHECK(guard.pass);
+}
+
+TEST_CASE("a deliberately wrong expectation fails its check and records what was measured") {
+  auto doc = shipped("018-unsafe-node-local.json").document;
+  doc["expect"]["effect_count"] = 1;
+  const auto s = scenario::parse_scenario(doc, "wrong.json");
+  const auto r = run_with_fakes(s);
+  CHECK_FALSE(r.pass);
+  bool found = false;
+  for (const auto& c : r.checks) {
+    if (c.id == "final.effect_count") {
+      found = true;
+      CHECK_FALSE(c.pass);
+      CHECK(c.measured);
+      CHECK(c.expected == 1);
+      CHECK(c.observed == 2);
+    }
+  }
+  CHECK(found);
+  CHECK(r.verdict == "CONFLICT");  // the verdict comes from the measurement, not the expectation
+}
+
+TEST_CASE("an infrastructure failure is verdict ERROR and no check passes") {
+  testing::FakeRemote remote;
+  remote.fail_everything = true;
+  testing::FakeOutbox outbox;
+  runner::ScenarioRunner r(remote, outbox, {"rtest", nullptr, nullptr, true});
+  const auto result = r.run(shipped("018-declared-authority.json"));
+  CHECK(result.verdict == "ERROR");
+  REQUIRE(result.error.has_value());
+  CHECK_FALSE(result.pass);
+  for (const auto& c : result.checks) CHECK_FALSE(c.pass);
+}
+
+TEST_CASE("verdicts are computed from the closing measurement") {
+  const json no_refusal = json::array();
+  CHECK(runner::compute_verdict({{"effect_count", 2}, {"outbox_status", "delivered"}}, no_refusal) == "CONFLICT");
+  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "delivered"}}, no_refusal) == "SAFE");
+  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "pending"}}, no_refusal) == "HELD");
+  CHECK(runner::compute_verdict({{"effect_count", 0}, {"outbox_status", "pending"}}, no_refusal) == "HELD");
+  const json refused = json::array({{{"kind", "recover"}, {"observed", {{"temporal_state", "TIME_UNKNOWN"}}}}});
+  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "delivered"}}, refused) == "HELD");
+  CHECK(runner::compute_verdict(nullptr, no_refusal) == "ERROR");
+}
+
+TEST_CASE("the core digest ignores run ids and timings but not outcomes") {
+  const auto s = shipped("018-unsafe-node-local.json");
+  const auto a = run_with_fakes(s, "rfirst");
+  const auto b = run_with_fakes(s, "rsecond");
+  CHECK(a.operation_id != b.operation_id);
+  CHECK(json_digest(evidence::scenario_core(s, a)) == json_digest(evidence::scenario_core(s, b)));
+
+  auto changed = b;
+  changed.final_measurement["effect_count"] = 1;
+  CHECK(json_digest(evidence::scenario_core(s, a)) != json_digest(evidence::scenario_core(s, changed)));
+}
+
+TEST_CASE("a clock rollback step moves a node's reading back without moving reference time") {
+  auto doc = shipped("018-unsafe-node-local.json").document;
+  // Node B's clock is corrected back by 30 s before it recovers: it now reads
+  // T0+40, sees the key ACTIVE, and its replay is deduplicated.
+  const json rollback = {{"kind", "set_clock_offset"}, {"node", "node-b"}, {"at_s", 50}, {"offset_s", -10},
+                         {"expect", {{"reading_s", 4'000'040}}}};
+  doc["steps"].insert(doc["steps"].begin() + 4, rollback);
+  doc["steps"][5]["expect"] = {{"temporal_state", "ACTIVE"}, {"delivery", "deduplicated"}};
+  doc["expect"] = {{"effect_count", 1}, {"verdict", "SAFE"}};
+  const auto r = run_with_fakes(scenario::parse_scenario(doc, "rollback.json"));
+  CHECK(r.pass);
+  CHECK(r.verdict == "SAFE");
+}
