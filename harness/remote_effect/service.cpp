@@ -111,9 +111,10 @@ void Service::install_routes() {
   // SO_REUSEADDR lets a restarted service bind its old port at once; unlike
   // cpp-httplib's default SO_REUSEPORT it does not let two live processes
   // share a port, so a port in use is reported rather than silently shared.
-  server.set_socket_options([](socket_t sock) {
+  server.set_socket_options([this](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd_ = sock;  // the last socket created is the one that gets bound
   });
   server.set_keep_alive_max_count(100000);
   server.set_keep_alive_timeout(static_cast<time_t>(options_.keep_alive_timeout_s));
@@ -216,6 +217,10 @@ int Service::bind() {
     throw BindError("cannot bind " + options_.host + ":" + std::to_string(options_.port) +
                     (error != 0 ? std::string(": ") + std::strerror(error) : std::string()));
   }
+  // cpp-httplib listens with a backlog of 5, so a burst of simultaneous
+  // connects overflows the accept queue and waits a second for a SYN
+  // retransmit. Listening again on the same socket raises the backlog.
+  ::listen(listen_fd_, SOMAXCONN);
   bound_port_ = port;
   return port;
 }

@@ -78,6 +78,7 @@ class Service {
   std::filesystem::path state_db_absolute_;
   std::string boot_id_;
   int bound_port_ = -1;
+  int listen_fd_ = -1;
   std::unique_ptr<Store> store_;
   std::unique_ptr<httplib::Server> server_;
   std::atomic<bool> run_started_{false};
