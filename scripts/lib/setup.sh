@@ -129,14 +129,25 @@ skewbench_install_packages() {
   fi
 }
 
+# skewbench_build BUILD_DIR [TARGET...]: configures once (Release; tests on when
+# Catch2 3 is installed), then builds the targets (all when none are named).
+# A second call with nothing changed rebuilds nothing.
 skewbench_build() {
   local build_dir="$1"
   shift
   if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-    skewbench_log "configuring $build_dir (Release)"
-    cmake -S "$SKEWBENCH_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+    local tests=OFF
+    skewbench_catch2_is_3 && tests=ON
+    skewbench_log "configuring $build_dir (Release, tests $tests)"
+    cmake -S "$SKEWBENCH_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSKEWBENCH_BUILD_TESTS="$tests" >/dev/null
   fi
-  skewbench_log "building $build_dir"
-  cmake --build "$build_dir" --parallel "$(nproc)" -- --no-print-directory >/dev/null ||
-    cmake --build "$build_dir" --parallel 1
+  local targets=()
+  local t
+  for t in "$@"; do targets+=(--target "$t"); done
+  skewbench_log "building $build_dir ${*:-(all targets)}"
+  if ! cmake --build "$build_dir" --parallel "$(nproc)" "${targets[@]}" >"$build_dir/last-build.log" 2>&1; then
+    tail -n 60 "$build_dir/last-build.log" >&2
+    skewbench_log "build failed; full log: $build_dir/last-build.log"
+    exit 3
+  fi
 }

@@ -4,6 +4,9 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <set>
+
+#include "common/files.hpp"
 #include "scenario/scenario.hpp"
 
 using namespace skewbench;
@@ -118,4 +121,37 @@ TEST_CASE("step order rules: known node, known kind, reference time never goes b
 TEST_CASE("a file that is not JSON, or is missing, names the file") {
   CHECK_THROWS_WITH(load_scenario_file("/nonexistent/x.json"), Catch::Matchers::ContainsSubstring("/nonexistent/x.json"));
   CHECK_THROWS_AS(collect_scenario_files({"/nonexistent/dir"}), ScenarioFileError);
+}
+
+TEST_CASE("the shipped JSON Schema names exactly the step kinds, policies and expectable fields the validator knows") {
+  const auto schema = json::parse(read_file(std::string(SKEWBENCH_SOURCE_DIR) + "/schemas/scenario.schema.json"));
+  const auto& registry = steps::builtin_steps();
+  std::set<std::string> schema_kinds;
+  for (const auto& ref : schema["properties"]["steps"]["items"]["oneOf"]) {
+    schema_kinds.insert(ref["$ref"].get<std::string>().substr(std::string("#/$defs/").size()));
+  }
+  const auto names = registry.names();
+  CHECK(schema_kinds == std::set<std::string>(names.begin(), names.end()));
+  for (const auto& name : names) {
+    std::set<std::string> in_schema;
+    for (const auto& [field, _] : schema["$defs"][name]["properties"]["expect"]["properties"].items()) {
+      in_schema.insert(field);
+    }
+    std::set<std::string> in_code;
+    for (const auto& [field, _] : registry.find(name)->observed) in_code.insert(field);
+    INFO("step kind " << name);
+    CHECK(in_schema == in_code);
+  }
+  std::set<std::string> final_in_schema;
+  for (const auto& [field, _] : schema["properties"]["expect"]["properties"].items()) final_in_schema.insert(field);
+  std::set<std::string> final_in_code;
+  for (const auto& [field, _] : final_fields()) final_in_code.insert(field);
+  CHECK(final_in_schema == final_in_code);
+
+  std::set<std::string> schema_policies;
+  for (const auto& p : schema["properties"]["policy"]["oneOf"]) {
+    schema_policies.insert(p["properties"]["name"]["const"].get<std::string>());
+  }
+  const auto policies = policy::builtin_policies().names();
+  CHECK(schema_policies == std::set<std::string>(policies.begin(), policies.end()));
 }
