@@ -29,7 +29,9 @@ struct LaunchOptions {
 };
 
 // One running remote-effect process. The destructor stops it (SIGTERM, then
-// SIGKILL after a grace period).
+// SIGKILL after a grace period). The child is also sent SIGTERM when the
+// thread that started it exits (PR_SET_PDEATHSIG in Subprocess), so start it,
+// and restart() it, from a thread that lives as long as the service should.
 class RemoteEffectProcess {
  public:
   // Starts the binary and waits for its ready line. Throws std::runtime_error
