@@ -28,4 +28,32 @@ int run_scenarios(const RunArgs& args);
 
 int validate_scenarios(const std::vector<std::string>& paths);
 
+struct SweepArgs {
+  std::string grid_path;
+  std::string out_dir;
+  int jobs = 0;  // 0 = the number of cores
+  std::string shard = "1/1";
+  std::optional<std::string> database_url;
+  std::optional<std::string> remote_url;
+  std::optional<std::string> remote_effect_binary;
+  std::string remote_sync = "full";
+  bool overwrite = false;
+  bool quiet = false;
+};
+int run_sweep(const SweepArgs& args);
+
+struct MergeArgs {
+  std::vector<std::string> shard_dirs;
+  std::string out_dir;
+  bool overwrite = false;
+};
+int merge_sweeps(const MergeArgs& args);
+
+struct CompareArgs {
+  std::string base;
+  std::string candidate;
+  std::string format = "text";
+};
+int compare_results(const CompareArgs& args);
+
 }  // namespace skewbench::cli

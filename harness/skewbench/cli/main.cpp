@@ -36,6 +36,36 @@ int main(int argc, char** argv) {
   auto* validate_cmd = app.add_subcommand("validate", "check scenario files without running them");
   validate_cmd->add_option("paths", validate_paths, "scenario files or directories")->required();
 
+  cli::SweepArgs sweep;
+  auto* sweep_cmd = app.add_subcommand("sweep", "run every cell of a parameter grid on the real stack");
+  sweep_cmd->add_option("grid", sweep.grid_path, "grid file (see docs/sweeps.md)")->required();
+  sweep_cmd->add_option("--out", sweep.out_dir, "directory for cells.jsonl and sweep.json")->required();
+  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "parallel workers (default: the number of cores)")
+      ->check(CLI::Range(0, 256));
+  sweep_cmd->add_option("--shard", sweep.shard, "run only slice I of N (cells with index % N == I-1), e.g. 1/2");
+  sweep_cmd->add_option("--database-url", sweep.database_url,
+                        "PostgreSQL connection URL; without it a throwaway cluster is started");
+  sweep_cmd->add_option("--remote-url", sweep.remote_url,
+                        "remote-effect base URL (http://HOST:PORT); without it the service is started");
+  sweep_cmd->add_option("--remote-effect-bin", sweep.remote_effect_binary, "remote-effect executable to start");
+  sweep_cmd->add_option("--remote-sync", sweep.remote_sync, "SQLite synchronous mode of a started remote-effect")
+      ->check(CLI::IsMember({"full", "normal"}));
+  sweep_cmd->add_flag("--overwrite", sweep.overwrite, "write into an --out directory that already holds a sweep");
+  sweep_cmd->add_flag("--quiet,-q", sweep.quiet, "no progress on stderr");
+
+  cli::MergeArgs merge;
+  auto* merge_cmd = app.add_subcommand("merge", "combine the shards of one sweep into the whole sweep");
+  merge_cmd->add_option("shards", merge.shard_dirs, "the shard directories (every shard exactly once)")->required();
+  merge_cmd->add_option("--out", merge.out_dir, "directory for the merged cells.jsonl and sweep.json")->required();
+  merge_cmd->add_flag("--overwrite", merge.overwrite, "write into an --out directory that already holds a sweep");
+
+  cli::CompareArgs compare;
+  auto* compare_cmd = app.add_subcommand(
+      "compare", "what changed between two runs or two sweeps; exit 1 on a new CONFLICT");
+  compare_cmd->add_option("base", compare.base, "the base run or sweep directory")->required();
+  compare_cmd->add_option("candidate", compare.candidate, "the candidate run or sweep directory")->required();
+  compare_cmd->add_option("--format", compare.format, "text or markdown")->check(CLI::IsMember({"text", "markdown"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -50,6 +80,9 @@ int main(int argc, char** argv) {
       return cli::run_scenarios(run);
     }
     if (*validate_cmd) return cli::validate_scenarios(validate_paths);
+    if (*sweep_cmd) return cli::run_sweep(sweep);
+    if (*merge_cmd) return cli::merge_sweeps(merge);
+    if (*compare_cmd) return cli::compare_results(compare);
   } catch (const std::exception& e) {
     std::cerr << "skewbench: " << e.what() << "\n";
     return exit_code::kInfrastructure;

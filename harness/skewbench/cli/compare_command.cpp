@@ -1,0 +1,223 @@
+// skewbench compare BASE CANDIDATE: what changed between two runs or two
+// sweeps, and whether the candidate is a safety regression.
+//
+// Exit codes: 0 no new CONFLICT; 1 a scenario or cell is CONFLICT in the
+// candidate but not in the base; 2 the two cannot be compared; 3 the candidate
+// holds ERROR results (so it cannot vouch for safety) and no regression was found.
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "common/errors.hpp"
+#include "common/files.hpp"
+#include "sweep/sweep_summary.hpp"
+
+namespace skewbench::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kMaxRowsShown = 500;
+
+class CannotCompare : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Kind { Run, Sweep };
+
+Kind kind_of(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / "sweep.json", ec)) return Kind::Sweep;
+  if (fs::exists(dir / "summary.json", ec)) return Kind::Run;
+  throw CannotCompare(dir.string() + " holds neither a run (summary.json) nor a sweep (sweep.json)");
+}
+
+json read_json(const fs::path& path) {
+  try {
+    return json::parse(read_file(path));
+  } catch (const std::exception& e) {
+    throw CannotCompare(path.string() + ": " + e.what());
+  }
+}
+
+std::string text(const json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+// Collects rows and totals, then prints them as text or Markdown.
+class Report {
+ public:
+  explicit Report(bool markdown) : markdown_(markdown) {}
+
+  void change(const std::string& key, const json& base, const json& candidate) {
+    ++changed_;
+    const bool regression = candidate.is_object() && candidate["verdict"] == "CONFLICT" &&
+                            base.is_object() && base["verdict"] != "CONFLICT";
+    if (regression) ++regressions_;
+    if (rows_.size() >= kMaxRowsShown) return;
+    auto side = [](const json& r, const char* field) { return r.is_object() ? text(r[field]) : std::string("(absent)"); };
+    rows_.push_back({key, side(base, "verdict") + " -> " + side(candidate, "verdict"),
+                     side(base, "decision") + " -> " + side(candidate, "decision"),
+                     side(base, "effect_count") + " -> " + side(candidate, "effect_count"),
+                     regression ? "NEW CONFLICT" : ""});
+  }
+
+  void count(const json& base, const json& candidate) {
+    if (base.is_object()) ++totals_[base["policy"].get<std::string>()].first[base["verdict"].get<std::string>()];
+    if (candidate.is_object()) {
+      ++totals_[candidate["policy"].get<std::string>()].second[candidate["verdict"].get<std::string>()];
+      if (candidate["verdict"] == "ERROR") ++candidate_errors_;
+    }
+  }
+
+  int print(const std::string& what, std::ostream& out) const {
+    const std::vector<std::string> head = {what, "verdict", "decision", "effects", ""};
+    if (markdown_) {
+      out << "### Changed " << what << "s\n\n";
+      if (rows_.empty()) {
+        out << "No " << what << " changed verdict, decision or effect count.\n\n";
+      } else {
+        out << "| " << what << " | verdict | decision | effects | |\n|---|---|---|---|---|\n";
+        for (const auto& r : rows_) out << "| " << r[0] << " | " << r[1] << " | " << r[2] << " | " << r[3] << " | " << (r[4].empty() ? "" : "**" + r[4] + "**") << " |\n";
+        if (changed_ > rows_.size()) out << "\n(" << changed_ - rows_.size() << " more not shown)\n";
+        out << "\n";
+      }
+      out << "### Totals per policy (base -> candidate)\n\n| policy | SAFE | CONFLICT | HELD | ERROR |\n|---|---|---|---|---|\n";
+      for (const auto& [policy, t] : totals_) {
+        out << "| " << policy;
+        for (const char* v : {"SAFE", "CONFLICT", "HELD", "ERROR"}) out << " | " << get(t.first, v) << " -> " << get(t.second, v);
+        out << " |\n";
+      }
+      out << "\n";
+    } else {
+      out << "changed " << what << "s: " << changed_ << "\n";
+      for (const auto& r : rows_) {
+        out << "  " << pad(r[0], 40) << pad(r[1], 24) << pad(r[2], 40) << pad(r[3], 10) << r[4] << "\n";
+      }
+      if (changed_ > rows_.size()) out << "  (" << changed_ - rows_.size() << " more not shown)\n";
+      out << "totals per policy (base -> candidate):\n";
+      for (const auto& [policy, t] : totals_) {
+        out << "  " << pad(policy, 24);
+        for (const char* v : {"SAFE", "CONFLICT", "HELD", "ERROR"}) {
+          out << v << " " << get(t.first, v) << "->" << get(t.second, v) << "  ";
+        }
+        out << "\n";
+      }
+    }
+    if (regressions_ > 0) {
+      out << (markdown_ ? "**" : "") << "safety regression: " << regressions_ << " " << what
+          << "(s) CONFLICT in the candidate but not in the base" << (markdown_ ? "**" : "") << "\n";
+      return exit_code::kExpectationFailed;
+    }
+    if (candidate_errors_ > 0) {
+      out << "the candidate has " << candidate_errors_ << " ERROR result(s): it cannot vouch for safety\n";
+      return exit_code::kInfrastructure;
+    }
+    out << "no new CONFLICT\n";
+    return exit_code::kPass;
+  }
+
+ private:
+  static std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
+  static std::uint64_t get(const std::map<std::string, std::uint64_t>& m, const char* k) {
+    const auto it = m.find(k);
+    return it == m.end() ? 0 : it->second;
+  }
+
+  bool markdown_;
+  std::vector<std::array<std::string, 5>> rows_;
+  std::map<std::string, std::pair<std::map<std::string, std::uint64_t>, std::map<std::string, std::uint64_t>>> totals_;
+  std::uint64_t changed_ = 0;
+  std::uint64_t regressions_ = 0;
+  std::uint64_t candidate_errors_ = 0;
+};
+
+bool differs(const json& a, const json& b) {
+  if (!a.is_object() || !b.is_object()) return true;
+  return a["verdict"] != b["verdict"] || a["decision"] != b["decision"] || a["effect_count"] != b["effect_count"];
+}
+
+int compare_runs(const fs::path& base_dir, const fs::path& cand_dir, Report& report) {
+  const auto base = read_json(base_dir / "summary.json");
+  const auto cand = read_json(cand_dir / "summary.json");
+  if (base.value("schema_version", "") != cand.value("schema_version", "")) {
+    throw CannotCompare("different schema versions: " + text(base["schema_version"]) + " and " + text(cand["schema_version"]));
+  }
+  std::map<std::string, std::pair<json, json>> rows;
+  for (const auto& r : base["scenarios"]) rows[r["id"].get<std::string>()].first = r;
+  for (const auto& r : cand["scenarios"]) rows[r["id"].get<std::string>()].second = r;
+  bool common = false;
+  for (const auto& [id, pair] : rows) common = common || (pair.first.is_object() && pair.second.is_object());
+  if (!common) throw CannotCompare("the two runs have no scenario id in common");
+  for (const auto& [id, pair] : rows) {
+    report.count(pair.first, pair.second);
+    if (differs(pair.first, pair.second)) report.change(id, pair.first, pair.second);
+  }
+  return report.print("scenario", std::cout);
+}
+
+int compare_sweeps(const fs::path& base_dir, const fs::path& cand_dir, Report& report) {
+  const auto base = sweep::read_sweep_summary(base_dir);
+  const auto cand = sweep::read_sweep_summary(cand_dir);
+  if (base["schema_version"] != cand["schema_version"]) {
+    throw CannotCompare("different schema versions: " + text(base["schema_version"]) + " and " + text(cand["schema_version"]));
+  }
+  if (base["grid"]["identity_digest"] != cand["grid"]["identity_digest"]) {
+    throw CannotCompare("different grids: the policies' labels or the axes (names, values, scope) differ");
+  }
+  for (const auto* s : {&base, &cand}) {
+    if (!(*s)["shard"].is_null()) throw CannotCompare("one side is a single shard; merge the shards first");
+    if (!(*s)["complete"].get<bool>()) throw CannotCompare("one side is an incomplete sweep");
+  }
+  if (base["base_scenario_digest"] != cand["base_scenario_digest"]) {
+    std::cerr << "skewbench: note: the base scenarios differ; cells are matched by policy and axis values\n";
+  }
+  std::ifstream a(base_dir / "cells.jsonl");
+  std::ifstream b(cand_dir / "cells.jsonl");
+  std::string la;
+  std::string lb;
+  while (true) {
+    const bool ga = static_cast<bool>(std::getline(a, la));
+    const bool gb = static_cast<bool>(std::getline(b, lb));
+    if (!ga && !gb) break;
+    if (ga != gb) throw CannotCompare("the two cells.jsonl files have different lengths");
+    const auto ra = json::parse(la);
+    const auto rb = json::parse(lb);
+    if (ra["cell"] != rb["cell"] || ra["parameters"] != rb["parameters"] || ra["policy"] != rb["policy"]) {
+      throw CannotCompare("cell " + text(ra["cell"]) + " does not match between the two sweeps");
+    }
+    report.count(ra, rb);
+    if (differs(ra, rb)) report.change(text(ra["policy"]) + " " + ra["parameters"].dump(), ra, rb);
+  }
+  return report.print("cell", std::cout);
+}
+
+}  // namespace
+
+int compare_results(const CompareArgs& args) {
+  try {
+    const auto base_kind = kind_of(args.base);
+    const auto cand_kind = kind_of(args.candidate);
+    if (base_kind != cand_kind) throw CannotCompare("one directory is a run and the other a sweep");
+    Report report(args.format == "markdown");
+    return base_kind == Kind::Run ? compare_runs(args.base, args.candidate, report)
+                                  : compare_sweeps(args.base, args.candidate, report);
+  } catch (const CannotCompare& e) {
+    std::cerr << "skewbench: cannot compare: " << e.what() << "\n";
+    return exit_code::kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot compare: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+}
+
+}  // namespace skewbench::cli

@@ -1,0 +1,227 @@
+// skewbench sweep and skewbench merge.
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "common/digest.hpp"
+#include "common/errors.hpp"
+#include "common/files.hpp"
+#include "evidence/evidence.hpp"
+#include "infra/http_remote.hpp"
+#include "infra/pg_outbox.hpp"
+#include "runner/runner.hpp"
+#include "runner/stack.hpp"
+#include "sweep/cells.hpp"
+#include "sweep/grid.hpp"
+#include "sweep/sweep_summary.hpp"
+
+namespace skewbench::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+bool holds_sweep(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / "sweep.json", ec) || fs::exists(dir / "cells.jsonl", ec);
+}
+
+// The run's environment, as recorded in every sweep.json.
+json describe_environment(const std::string& run_id, const runner::Stack& stack, infra::PgOutbox& outbox,
+                          infra::HttpRemote& remote, std::vector<std::string>& warnings) {
+  const auto health = remote.health();
+  evidence::RunEnvironment env;
+  env.run_id = run_id;
+  env.postgresql = {{"server_version", outbox.info().server_version},
+                    {"server_version_num", outbox.info().server_version_num},
+                    {"url", infra::redact_url(stack.database_url())},
+                    {"embedded", stack.embedded_database()}};
+  env.remote_effect = {{"url", stack.remote_url()},
+                       {"embedded", stack.embedded_remote()},
+                       {"boot_id", health.value("boot_id", json(nullptr))},
+                       {"version", health.value("version", json(nullptr))},
+                       {"sqlite_version", health.value("sqlite_version", json(nullptr))},
+                       {"sync", health.value("sync", json(nullptr))}};
+  env.started_at_utc = evidence::utc_now_iso8601();
+  warnings = evidence::standard_warnings(outbox.info().major());
+  return env.to_json();
+}
+
+}  // namespace
+
+int run_sweep(const SweepArgs& args) {
+  sweep::Shard shard;
+  try {
+    shard = sweep::Shard::parse(args.shard);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "skewbench: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+  std::optional<sweep::Grid> grid;
+  try {
+    grid = sweep::Grid::load(args.grid_path);
+  } catch (const scenario::ScenarioFileError& e) {
+    std::cerr << "skewbench: invalid grid: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+  const fs::path out_dir = args.out_dir;
+  if (holds_sweep(out_dir) && !args.overwrite) {
+    std::cerr << "skewbench: " << out_dir.string() << " already holds a sweep; choose another --out or pass --overwrite\n";
+    return exit_code::kUsage;
+  }
+  if (args.remote_url) {
+    try {
+      infra::parse_http_url(*args.remote_url);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "skewbench: --remote-url: " << e.what() << "\n";
+      return exit_code::kUsage;
+    }
+  }
+  const unsigned jobs = args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::max(1u, std::thread::hardware_concurrency());
+
+  try {
+    runner::Stack stack({args.database_url, args.remote_url, args.remote_effect_binary, args.remote_sync, args.quiet});
+    const auto run_id = runner::new_run_id();
+    std::vector<std::string> warnings;
+    json environment;
+    {
+      infra::PgOutbox outbox(stack.database_url(), run_id);
+      infra::HttpRemote remote(stack.remote_url());
+      environment = describe_environment(run_id, stack, outbox, remote, warnings);
+    }
+    if (!args.quiet) {
+      std::cerr << "skewbench: sweep " << grid->id() << ": " << shard.size_of(grid->cell_count()) << " of "
+                << grid->cell_count() << " cells, " << jobs << " jobs\n";
+    }
+    sweep::SweepSettings settings{stack.database_url(), stack.remote_url(), nullptr,   run_id,
+                                  jobs,                 shard,              !args.quiet, &interrupted_flag()};
+    const auto outcome = sweep::run_cells(*grid, settings, out_dir);
+    environment["finished_at_utc"] = evidence::utc_now_iso8601();
+    const auto summary = sweep::sweep_summary(*grid, shard, outcome, environment, warnings, jobs);
+    write_file_atomically(out_dir / "sweep.json", summary.dump(2) + "\n");
+
+    std::cout << "sweep " << grid->id() << ": " << outcome.cells_done << "/" << outcome.cells_planned << " cells in "
+              << outcome.duration_s << " s\n";
+    for (const auto& [label, counts] : outcome.per_policy.items()) {
+      std::cout << "  " << label << ": SAFE " << counts["SAFE"] << ", CONFLICT " << counts["CONFLICT"] << ", HELD "
+                << counts["HELD"] << ", ERROR " << counts["ERROR"] << "\n";
+    }
+    std::cout << "cells core digest: " << outcome.cells_core_digest << "\n";
+    for (const auto& w : warnings) std::cout << "warning: " << w << "\n";
+    if (outcome.interrupted) return exit_code::kInterrupted;
+    return outcome.errors > 0 ? exit_code::kInfrastructure : exit_code::kPass;
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: infrastructure error: " << e.what() << "\n";
+    return exit_code::kInfrastructure;
+  }
+}
+
+int merge_sweeps(const MergeArgs& args) {
+  std::vector<json> summaries;
+  try {
+    for (const auto& dir : args.shard_dirs) summaries.push_back(sweep::read_sweep_summary(dir));
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+  // The shards must be the complete, disjoint slices of one grid.
+  const auto& first = summaries.front();
+  const auto count = first["shard"].is_object() ? first["shard"]["count"].get<std::uint64_t>() : 1;
+  std::vector<bool> seen(count + 1, false);
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    const auto& s = summaries[i];
+    const auto where = args.shard_dirs[i] + "/sweep.json";
+    if (s["schema_version"] != first["schema_version"]) {
+      std::cerr << "skewbench: " << where << " has schema " << s["schema_version"] << ", not " << first["schema_version"] << "\n";
+      return exit_code::kUsage;
+    }
+    if (s["grid"]["identity_digest"] != first["grid"]["identity_digest"] ||
+        s["base_scenario_digest"] != first["base_scenario_digest"]) {
+      std::cerr << "skewbench: " << where << " is a shard of a different grid or base scenario\n";
+      return exit_code::kUsage;
+    }
+    const auto index = s["shard"].is_object() ? s["shard"]["index"].get<std::uint64_t>() : 1;
+    const auto n = s["shard"].is_object() ? s["shard"]["count"].get<std::uint64_t>() : 1;
+    if (n != count) {
+      std::cerr << "skewbench: " << where << " is shard " << index << "/" << n << ", but others are of " << count << "\n";
+      return exit_code::kUsage;
+    }
+    if (seen[index]) {
+      std::cerr << "skewbench: shard " << index << "/" << count << " is given twice\n";
+      return exit_code::kUsage;
+    }
+    seen[index] = true;
+    if (!s["complete"].get<bool>()) {
+      std::cerr << "skewbench: " << where << " is incomplete (" << s["cells_done"] << " of " << s["cells_planned"] << " cells)\n";
+      return exit_code::kUsage;
+    }
+  }
+  for (std::uint64_t i = 1; i <= count; ++i) {
+    if (!seen[i]) {
+      std::cerr << "skewbench: shard " << i << "/" << count << " is missing\n";
+      return exit_code::kUsage;
+    }
+  }
+  const fs::path out_dir = args.out_dir;
+  if (holds_sweep(out_dir) && !args.overwrite) {
+    std::cerr << "skewbench: " << out_dir.string() << " already holds a sweep; choose another --out or pass --overwrite\n";
+    return exit_code::kUsage;
+  }
+
+  // Shard I holds cells I-1, I-1+N, ...: reading one line from each shard in
+  // turn restores the global order without holding more than N lines.
+  std::vector<std::ifstream> inputs(count);
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    const auto index = summaries[i]["shard"].is_object() ? summaries[i]["shard"]["index"].get<std::uint64_t>() : 1;
+    inputs[index - 1].open(fs::path(args.shard_dirs[i]) / "cells.jsonl");
+    if (!inputs[index - 1]) {
+      std::cerr << "skewbench: cannot read " << args.shard_dirs[i] << "/cells.jsonl\n";
+      return exit_code::kUsage;
+    }
+  }
+  const auto total = first["cells_total"].get<std::uint64_t>();
+  fs::create_directories(out_dir);
+  sweep::CellWriter writer((out_dir / "cells.jsonl").string());
+  std::string line;
+  for (std::uint64_t cell = 0; cell < total; ++cell) {
+    auto& in = inputs[cell % count];
+    if (!std::getline(in, line)) {
+      std::cerr << "skewbench: shard " << (cell % count) + 1 << "/" << count << " ends before cell " << cell << "\n";
+      return exit_code::kUsage;
+    }
+    const auto record = json::parse(line);
+    if (record.value("cell", std::uint64_t{0}) != cell) {
+      std::cerr << "skewbench: shard " << (cell % count) + 1 << "/" << count << " has cell " << record["cell"]
+                << " where cell " << cell << " belongs\n";
+      return exit_code::kUsage;
+    }
+    writer.write(record);
+  }
+  const auto digest = writer.finish();
+
+  json merged = first;
+  merged["shard"] = nullptr;
+  merged["cells_planned"] = total;
+  merged["cells_done"] = writer.written();
+  merged["complete"] = writer.written() == total;
+  merged["per_policy"] = writer.tally().to_json();
+  merged["cells_core_digest"] = digest;
+  merged["errors"] = writer.tally().count("ERROR");
+  json shards = json::array();
+  double duration = 0;
+  for (const auto& s : summaries) {
+    shards.push_back({{"shard", s["shard"]}, {"environment", s["environment"]}, {"duration_s", s["duration_s"]}});
+    duration = std::max(duration, s["duration_s"].get<double>());
+  }
+  merged["merged_from"] = shards;
+  merged["environment"] = first["environment"];
+  merged["duration_s"] = duration;
+  write_file_atomically(out_dir / "sweep.json", merged.dump(2) + "\n");
+  std::cout << "merged " << summaries.size() << " shards: " << writer.written() << " cells, core digest " << digest << "\n";
+  return exit_code::kPass;
+}
+
+}  // namespace skewbench::cli

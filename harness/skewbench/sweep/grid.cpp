@@ -1,0 +1,246 @@
+#include "sweep/grid.hpp"
+
+#include <set>
+
+#include "common/digest.hpp"
+#include "common/files.hpp"
+#include "common/json_reader.hpp"
+
+namespace skewbench::sweep {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::uint64_t kMaxCells = 10'000'000;
+
+std::vector<json> read_values(ObjectReader& axis) {
+  const auto* values = axis.optional("values");
+  const auto* range = axis.optional("range");
+  if ((values == nullptr) == (range == nullptr)) {
+    throw InputError(axis.path(), "give exactly one of \"values\" or \"range\"");
+  }
+  std::vector<json> out;
+  if (values) {
+    if (!values->is_array() || values->empty()) throw InputError(axis.child_path("values"), "expected a non-empty array");
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < values->size(); ++i) {
+      const auto& v = (*values)[i];
+      if (v.is_object() || v.is_array() || v.is_null()) {
+        throw InputError(index_path(axis.child_path("values"), i), "expected a number, string or boolean");
+      }
+      if (!seen.insert(v.dump()).second) throw InputError(index_path(axis.child_path("values"), i), "duplicate value");
+      out.push_back(v);
+    }
+    return out;
+  }
+  ObjectReader r(*range, axis.child_path("range"));
+  const auto from = r.require_int("from");
+  const auto to = r.require_int("to");
+  const auto step = r.require_int("step");
+  r.finish();
+  if (step <= 0) throw InputError(r.child_path("step"), "must be > 0");
+  if (to < from) throw InputError(r.child_path("to"), "must be >= from");
+  if ((to - from) / step + 1 > 100'000) throw InputError(r.path(), "more than 100000 values");
+  for (auto v = from; v <= to; v += step) out.emplace_back(v);
+  return out;
+}
+
+}  // namespace
+
+bool Axis::applies_to(const std::string& policy_name) const {
+  if (policies.empty()) return true;
+  for (const auto& p : policies) {
+    if (p == policy_name) return true;
+  }
+  return false;
+}
+
+Grid Grid::load(const fs::path& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::exception& e) {
+    throw scenario::ScenarioFileError(path.string(), "$", e.what());
+  }
+  try {
+    return parse(parse_json_text(text), path.string(), path.parent_path());
+  } catch (const InputError& e) {
+    throw scenario::ScenarioFileError(path.string(), e.json_path(), e.message());
+  }
+}
+
+Grid Grid::parse(const json& doc, const std::string& source, const fs::path& base_dir) {
+  Grid g;
+  g.source_ = source;
+  {
+    ObjectReader root(doc, "$");
+    root.optional_string("$schema");
+    g.id_ = root.require_string("id");
+    root.require_string("description");
+    const auto base_path = root.require_string("base_scenario");
+    const auto base_file = fs::path(base_path).is_absolute() ? fs::path(base_path) : base_dir / base_path;
+    // The base must itself be a valid scenario (its errors name its own file).
+    const auto base = scenario::load_scenario_file(base_file);
+    g.base_scenario_ = base.document;
+
+    const auto& policies = root.require_array("policies");
+    if (policies.empty()) throw InputError("$.policies", "must list at least one policy");
+    std::set<std::string> labels;
+    for (std::size_t i = 0; i < policies.size(); ++i) {
+      ObjectReader entry(policies[i], index_path("$.policies", i));
+      PolicyEntry p;
+      p.policy = entry.require_object("policy");
+      policy::builtin_policies().make(p.policy, entry.child_path("policy"));  // validates
+      p.label = entry.optional_string("label").value_or(p.policy["name"].get<std::string>());
+      if (!labels.insert(p.label).second) {
+        throw InputError(entry.path(), "policy label \"" + p.label + "\" is used twice; give each a distinct \"label\"");
+      }
+      entry.finish();
+      g.policies_.push_back(std::move(p));
+    }
+
+    const auto& axes = root.require_array("axes");
+    std::set<std::string> axis_names;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      ObjectReader a(axes[i], index_path("$.axes", i));
+      Axis axis;
+      axis.name = a.require_string("name");
+      if (!axis_names.insert(axis.name).second) throw InputError(a.child_path("name"), "axis name used twice");
+      axis.pointer = a.require_string("pointer");
+      try {
+        json::json_pointer pointer(axis.pointer);
+        (void)pointer;
+      } catch (const json::exception&) {
+        throw InputError(a.child_path("pointer"), "\"" + axis.pointer + "\" is not a JSON Pointer");
+      }
+      if (axis.pointer == "/id" || axis.pointer.rfind("/expect", 0) == 0) {
+        throw InputError(a.child_path("pointer"), "a sweep cannot vary the id or the expectations");
+      }
+      axis.values = read_values(a);
+      if (const auto* scope = a.optional("policies")) {
+        if (!scope->is_array() || scope->empty()) throw InputError(a.child_path("policies"), "expected a non-empty array");
+        for (std::size_t k = 0; k < scope->size(); ++k) {
+          axis.policies.push_back(expect_string((*scope)[k], index_path(a.child_path("policies"), k)));
+        }
+      }
+      a.finish();
+      g.axes_.push_back(std::move(axis));
+    }
+
+    if (const auto* maps = root.optional("maps")) {
+      if (!maps->is_array()) throw InputError("$.maps", "expected an array");
+      for (std::size_t i = 0; i < maps->size(); ++i) {
+        ObjectReader m((*maps)[i], index_path("$.maps", i));
+        HeatMap map{m.require_string("x"), m.require_string("y")};
+        if (!axis_names.contains(map.x)) throw InputError(m.child_path("x"), "no axis named \"" + map.x + "\"");
+        if (!axis_names.contains(map.y)) throw InputError(m.child_path("y"), "no axis named \"" + map.y + "\"");
+        m.finish();
+        g.maps_.push_back(map);
+      }
+    }
+    if (const auto* marks = root.optional("marks")) {
+      if (!marks->is_array()) throw InputError("$.marks", "expected an array");
+      for (std::size_t i = 0; i < marks->size(); ++i) {
+        ObjectReader m((*marks)[i], index_path("$.marks", i));
+        Mark mark{m.require_string("label"), m.require_string("policy"), m.require_object("at")};
+        if (!labels.contains(mark.policy)) throw InputError(m.child_path("policy"), "no policy labelled \"" + mark.policy + "\"");
+        for (const auto& [name, _] : mark.at.items()) {
+          if (!axis_names.contains(name)) throw InputError(m.child_path("at") + "." + name, "no axis with this name");
+        }
+        m.finish();
+        g.marks_.push_back(std::move(mark));
+      }
+    }
+    root.finish();
+  }
+  g.document_ = doc;
+
+  for (const auto& p : g.policies_) {
+    g.first_cell_of_policy_.push_back(g.total_cells_);
+    std::uint64_t n = 1;
+    for (const auto& axis : g.axes_) {
+      if (axis.applies_to(p.policy["name"].get<std::string>())) n *= axis.values.size();
+      if (n > kMaxCells) throw InputError("$.axes", "the grid has more than 10000000 cells");
+    }
+    g.total_cells_ += n;
+    if (g.total_cells_ > kMaxCells) throw InputError("$.axes", "the grid has more than 10000000 cells");
+  }
+
+  // Every policy with the first and the last value of every axis must make a
+  // valid scenario, so a bad pointer fails here and not halfway through.
+  for (std::size_t p = 0; p < g.policies_.size(); ++p) {
+    const auto count = (p + 1 < g.first_cell_of_policy_.size() ? g.first_cell_of_policy_[p + 1] : g.total_cells_) -
+                       g.first_cell_of_policy_[p];
+    for (const std::uint64_t offset : {std::uint64_t{0}, count - 1}) {
+      const auto c = g.cell(g.first_cell_of_policy_[p] + offset);
+      try {
+        scenario::parse_scenario(g.cell_document(c), "cell");
+      } catch (const scenario::ScenarioFileError& e) {
+        throw InputError(index_path("$.policies", p),
+                         "with axis values " + c.parameters.dump() + " the base scenario is invalid at " + e.json_path() +
+                             ": " + std::string(e.what()).substr(std::string(e.file()).size() + 2));
+      } catch (const InputError& e) {
+        throw InputError(index_path("$.policies", p), "an axis pointer does not fit the base scenario: " + e.message());
+      }
+    }
+  }
+  return g;
+}
+
+Cell Grid::cell(std::uint64_t index) const {
+  if (index >= total_cells_) throw std::out_of_range("cell index " + std::to_string(index));
+  Cell c;
+  c.index = index;
+  std::size_t p = 0;
+  while (p + 1 < first_cell_of_policy_.size() && first_cell_of_policy_[p + 1] <= index) ++p;
+  c.policy_index = p;
+  std::uint64_t rest = index - first_cell_of_policy_[p];
+  const auto& name = policies_[p].policy["name"].get_ref<const std::string&>();
+  c.parameters = json::object();
+  for (auto it = axes_.rbegin(); it != axes_.rend(); ++it) {
+    if (!it->applies_to(name)) {
+      c.parameters[it->name] = nullptr;
+      continue;
+    }
+    const auto n = it->values.size();
+    c.parameters[it->name] = it->values[rest % n];
+    rest /= n;
+  }
+  return c;
+}
+
+json Grid::cell_document(const Cell& c) const {
+  json doc = base_scenario_;
+  doc["id"] = "cell-" + std::to_string(c.index);
+  doc["policy"] = policies_[c.policy_index].policy;
+  doc.erase("report_as");
+  doc["expect"] = json::object();
+  for (auto& step : doc["steps"]) step.erase("expect");
+  for (const auto& axis : axes_) {
+    const auto& value = c.parameters[axis.name];
+    if (value.is_null()) continue;
+    const json::json_pointer pointer(axis.pointer);
+    const auto parent = pointer.parent_pointer();
+    if (!doc.contains(parent)) {
+      throw InputError("$.axes", "pointer " + axis.pointer + " has no parent in the scenario document");
+    }
+    doc[pointer] = value;
+  }
+  return doc;
+}
+
+scenario::Scenario Grid::cell_scenario(const Cell& c) const {
+  return scenario::parse_scenario(cell_document(c), source_ + " cell " + std::to_string(c.index));
+}
+
+std::string Grid::identity_digest() const {
+  json identity = {{"policies", json::array()}, {"axes", json::array()}};
+  for (const auto& p : policies_) identity["policies"].push_back({p.label, p.policy["name"]});
+  for (const auto& a : axes_) {
+    identity["axes"].push_back({{"name", a.name}, {"values", a.values}, {"policies", a.policies}});
+  }
+  return json_digest(identity);
+}
+
+}  // namespace skewbench::sweep

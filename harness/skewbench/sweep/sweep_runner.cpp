@@ -1,0 +1,212 @@
+#include "sweep/sweep_runner.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "common/errors.hpp"
+#include "infra/http_remote.hpp"
+#include "infra/pg_outbox.hpp"
+#include "runner/runner.hpp"
+#include "sweep/cells.hpp"
+
+namespace skewbench::sweep {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Shows done/total, cells/s and an ETA on a terminal; a line per 10% otherwise.
+class Progress {
+ public:
+  Progress(std::uint64_t total, bool enabled)
+      : total_(total), enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
+
+  void update(std::uint64_t done) {
+    if (!enabled_ || total_ == 0) return;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+    const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0;
+    if (tty_) {
+      std::fprintf(stderr, "\rsweep: %llu/%llu cells  %.1f cells/s  ETA %.0fs   ",
+                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_), rate, eta);
+      if (done == total_) std::fputc('\n', stderr);
+    } else {
+      const auto decile = done * 10 / total_;
+      if (decile > last_decile_ || done == total_) {
+        last_decile_ = decile;
+        std::fprintf(stderr, "sweep: %llu/%llu cells (%llu%%)  %.1f cells/s  ETA %.0fs\n",
+                     static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
+                     static_cast<unsigned long long>(done * 100 / total_), rate, eta);
+      }
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  std::uint64_t total_;
+  bool enabled_;
+  bool tty_;
+  Clock::time_point start_;
+  std::uint64_t last_decile_ = 0;
+};
+
+// Workers finish cells out of order; this puts them back in order before they
+// reach the writer. Workers take cells in order, so it holds at most about one
+// record per worker.
+class ReorderBuffer {
+ public:
+  ReorderBuffer(CellWriter& writer, Progress& progress) : writer_(writer), progress_(progress) {}
+
+  void push(std::uint64_t k, json record) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.emplace(k, std::move(record));
+    while (!pending_.empty() && pending_.begin()->first == next_) {
+      writer_.write(pending_.begin()->second);
+      pending_.erase(pending_.begin());
+      ++next_;
+      progress_.update(next_);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  CellWriter& writer_;
+  Progress& progress_;
+  std::map<std::uint64_t, json> pending_;
+  std::uint64_t next_ = 0;
+};
+
+}  // namespace
+
+Shard Shard::parse(const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos) throw std::invalid_argument("--shard must be I/N, e.g. 1/2: " + text);
+  Shard s;
+  try {
+    std::size_t used = 0;
+    s.index = std::stoull(text.substr(0, slash), &used);
+    if (used != slash) throw std::invalid_argument("");
+    const auto rest = text.substr(slash + 1);
+    s.count = std::stoull(rest, &used);
+    if (used != rest.size()) throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    throw std::invalid_argument("--shard must be I/N with whole numbers: " + text);
+  }
+  if (s.count == 0 || s.index == 0 || s.index > s.count) {
+    throw std::invalid_argument("--shard I/N needs 1 <= I <= N: " + text);
+  }
+  return s;
+}
+
+std::uint64_t Shard::size_of(std::uint64_t total) const {
+  return total > index - 1 ? (total - (index - 1) + count - 1) / count : 0;
+}
+
+json Shard::to_json() const { return {{"index", index}, {"count", count}}; }
+
+json cell_record(const Grid& grid, const Cell& cell, const json& temporal_state, const json& decision,
+                 const json& final_measurement, const std::string& verdict, const std::optional<std::string>& error,
+                 std::int64_t duration_us) {
+  const auto& entry = grid.policies()[cell.policy_index];
+  const json f = final_measurement.is_object() ? final_measurement : json::object();
+  return {{"cell", cell.index},
+          {"policy", entry.label},
+          {"policy_name", entry.policy["name"]},
+          {"parameters", cell.parameters},
+          {"temporal_state", temporal_state},
+          {"decision", decision},
+          {"post_requests", f.value("post_requests", json(nullptr))},
+          {"effect_count", f.value("effect_count", json(nullptr))},
+          {"final_status", f.value("status", json(nullptr))},
+          {"verdict", verdict},
+          {"error", error ? json(*error) : json(nullptr)},
+          {"duration_us", duration_us}};
+}
+
+SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const std::filesystem::path& out_dir) {
+  SweepOutcome outcome;
+  outcome.cells_planned = settings.shard.size_of(grid.cell_count());
+  std::filesystem::create_directories(out_dir);
+  CellWriter writer((out_dir / "cells.jsonl").string());
+  Progress progress(outcome.cells_planned, settings.progress);
+  ReorderBuffer buffer(writer, progress);
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<bool> stop{false};
+  const auto started = Clock::now();
+
+  auto worker = [&]() {
+    // Each worker has its own connections; a worker that cannot connect turns
+    // its cells into ERROR records instead of hiding them.
+    std::unique_ptr<infra::PgOutbox> outbox;
+    std::unique_ptr<infra::HttpRemote> remote;
+    std::optional<std::string> connect_error;
+    try {
+      outbox = std::make_unique<infra::PgOutbox>(settings.database_url, settings.run_id);
+      remote = std::make_unique<infra::HttpRemote>(settings.remote_url);
+    } catch (const std::exception& e) {
+      connect_error = e.what();
+    }
+    std::unique_ptr<runner::ScenarioRunner> scenario_runner;
+    if (!connect_error) {
+      scenario_runner = std::make_unique<runner::ScenarioRunner>(
+          *remote, *outbox,
+          runner::RunnerOptions{settings.run_id, settings.remote_control, nullptr, false});
+    }
+    for (;;) {
+      if (stop.load() || (settings.interrupted && settings.interrupted->load())) {
+        stop.store(true);
+        return;
+      }
+      const auto k = next.fetch_add(1);
+      if (k >= outcome.cells_planned) return;
+      const auto cell = grid.cell(settings.shard.cell_at(k));
+      const auto cell_started = Clock::now();
+      json record;
+      if (connect_error) {
+        record = cell_record(grid, cell, nullptr, nullptr, nullptr, runner::kVerdictError, connect_error, 0);
+      } else {
+        const auto scenario = grid.cell_scenario(cell);
+        const auto r = scenario_runner->run(scenario);
+        record = cell_record(grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict, r.error,
+                             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - cell_started).count());
+      }
+      buffer.push(k, std::move(record));
+    }
+  };
+
+  const unsigned jobs = std::max(1u, settings.jobs);
+  std::vector<std::thread> threads;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (unsigned i = 0; i < jobs; ++i) {
+    threads.emplace_back([&]() {
+      try {
+        worker();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        stop.store(true);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+
+  outcome.cells_done = writer.written();
+  outcome.cells_core_digest = writer.finish();
+  outcome.per_policy = writer.tally().to_json();
+  outcome.errors = writer.tally().count(runner::kVerdictError);
+  outcome.interrupted = outcome.cells_done < outcome.cells_planned;
+  outcome.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+  return outcome;
+}
+
+}  // namespace skewbench::sweep

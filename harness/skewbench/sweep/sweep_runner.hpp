@@ -1,0 +1,63 @@
+#pragma once
+
+// Runs a grid's cells on the real stack with N parallel workers, each with its
+// own PostgreSQL and HTTP connections, and streams the records to cells.jsonl
+// in cell order.
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "steps/step.hpp"
+#include "sweep/grid.hpp"
+
+namespace skewbench::sweep {
+
+// A deterministic slice: shard I of N holds the cells whose index % N == I - 1.
+struct Shard {
+  std::uint64_t index = 1;  // 1-based
+  std::uint64_t count = 1;
+
+  // Parses "I/N"; throws std::invalid_argument naming what is wrong.
+  static Shard parse(const std::string& text);
+  bool whole() const { return count == 1; }
+  std::uint64_t size_of(std::uint64_t total_cells) const;
+  std::uint64_t cell_at(std::uint64_t k) const { return (index - 1) + k * count; }
+  nlohmann::json to_json() const;
+};
+
+struct SweepSettings {
+  std::string database_url;
+  std::string remote_url;
+  steps::RemoteControl* remote_control = nullptr;
+  std::string run_id;
+  unsigned jobs = 1;
+  Shard shard;
+  bool progress = true;
+  const std::atomic<bool>* interrupted = nullptr;
+};
+
+struct SweepOutcome {
+  std::uint64_t cells_planned = 0;
+  std::uint64_t cells_done = 0;
+  std::string cells_core_digest;
+  nlohmann::json per_policy;
+  std::uint64_t errors = 0;
+  bool interrupted = false;
+  double duration_s = 0;
+};
+
+// Writes cells.jsonl into out_dir. Infrastructure failures become ERROR cells.
+SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const std::filesystem::path& out_dir);
+
+// The record of one finished cell, as a cells.jsonl line.
+nlohmann::json cell_record(const Grid& grid, const Cell& cell, const nlohmann::json& temporal_state,
+                           const nlohmann::json& decision, const nlohmann::json& final_measurement,
+                           const std::string& verdict, const std::optional<std::string>& error,
+                           std::int64_t duration_us);
+
+}  // namespace skewbench::sweep
