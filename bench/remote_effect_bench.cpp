@@ -367,7 +367,7 @@ int main(int argc, char** argv) {
     }
 
     for (const auto& warning : warnings) std::cout << "***WARNING*** " << warning << "\n";
-    std::printf("remote-effect POST /effects  (harness %s, commit %.12s, %s; SQLite %s; "
+    std::printf("remote-effect POST /effects  (harness %s, commit %s, %s; SQLite %s; "
                 "cpp-httplib %s; %u CPUs; state on %s)\n",
                 skewbench::build_info::kVersion, skewbench::build_info::kGitCommit,
                 skewbench::build_info::kBuildType, sqlite3_libversion(), CPPHTTPLIB_VERSION,
