@@ -1,0 +1,247 @@
+// skewbench sweep, merge and compare: determinism, sharding, grid errors and
+// compare's exit codes.
+
+#include <fstream>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "infra/postgres_cluster.hpp"
+#include "remote_effect/launcher.hpp"
+#include "support/cli.hpp"
+#include "sweep/cells.hpp"
+
+using namespace skewbench;
+using namespace skewbench::testing;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One PostgreSQL cluster and one remote-effect for every sweep in this file.
+struct SharedStack {
+  infra::PostgresCluster cluster;
+  TempDir dir{"skewbench-sweep-it"};
+  remote_effect::RemoteEffectProcess remote{[this] {
+    remote_effect::LaunchOptions o;
+    o.binary = SKEWBENCH_REMOTE_EFFECT_BIN;
+    o.state_db = dir.path() / "remote.sqlite3";
+    return o;
+  }()};
+};
+
+SharedStack& stack() {
+  static SharedStack s;
+  return s;
+}
+
+json small_grid() {
+  return {{"id", "small"},
+          {"description", "a small grid for tests"},
+          {"base_scenario", source_path("scenarios/sweeps/018-base.json")},
+          {"policies", json::array({{{"policy", {{"name", "node_local"}}}},
+                                    {{"policy", {{"name", "uncertainty"}, {"max_clock_error_s", 20}}}}})},
+          {"axes", json::array({{{"name", "node_b_offset_s"}, {"pointer", "/nodes/1/clock_offset_s"}, {"values", {0, 10, 20}}},
+                                {{"name", "max_clock_error_s"},
+                                 {"pointer", "/policy/max_clock_error_s"},
+                                 {"values", {0, 20}},
+                                 {"policies", {"uncertainty"}}}})}};
+}
+
+fs::path write_grid(const fs::path& dir, const json& grid, const std::string& name = "grid.json") {
+  const auto path = dir / name;
+  write_file_atomically(path, grid.dump(2));
+  return path;
+}
+
+CommandResult run_sweep(const fs::path& grid, const fs::path& out, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"sweep", grid.string(), "--out", out.string(), "--database-url",
+                                   stack().cluster.url(), "--remote-url", stack().remote.base_url(), "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_skewbench(args);
+}
+
+std::vector<std::string> core_lines(const fs::path& dir) {
+  std::ifstream in(dir / "cells.jsonl");
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(sweep::cell_core_line(json::parse(line)));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a small sweep run twice gives identical cells and core digest") {
+  TempDir dir("skewbench-sweep-it");
+  const auto grid = write_grid(dir.path(), small_grid());
+  const auto a = run_sweep(grid, dir.path() / "a", {"--jobs", "2"});
+  const auto b = run_sweep(grid, dir.path() / "b", {"--jobs", "1"});
+  INFO(a.output << b.output);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const auto sa = read_json(dir.path() / "a" / "sweep.json");
+  const auto sb = read_json(dir.path() / "b" / "sweep.json");
+  CHECK(sa["cells_total"] == 9);  // node_local: 3 offsets; uncertainty: 3 offsets x 2 bounds
+  CHECK(sa["cells_done"] == 9);
+  CHECK(sa["cells_core_digest"] == sb["cells_core_digest"]);
+  CHECK(core_lines(dir.path() / "a") == core_lines(dir.path() / "b"));
+  // The measured outcomes, cell by cell: node B at +20 replays an expired key.
+  const auto lines = core_lines(dir.path() / "a");
+  REQUIRE(lines.size() == 9);
+  const auto node_local_plus20 = json::parse(lines[2]);
+  CHECK(node_local_plus20["parameters"]["node_b_offset_s"] == 20);
+  CHECK(node_local_plus20["verdict"] == "CONFLICT");
+  CHECK(node_local_plus20["effect_count"] == 2);
+  CHECK(sa["per_policy"]["uncertainty"]["cells"] == 6);
+}
+
+TEST_CASE("shard 1/2 and shard 2/2 merged equal the unsharded sweep") {
+  TempDir dir("skewbench-sweep-it");
+  const auto grid = write_grid(dir.path(), small_grid());
+  REQUIRE(run_sweep(grid, dir.path() / "whole").exit_code == 0);
+  REQUIRE(run_sweep(grid, dir.path() / "s1", {"--shard", "1/2"}).exit_code == 0);
+  REQUIRE(run_sweep(grid, dir.path() / "s2", {"--shard", "2/2"}).exit_code == 0);
+  CHECK(read_json(dir.path() / "s1" / "sweep.json")["cells_done"] == 5);
+  CHECK(read_json(dir.path() / "s2" / "sweep.json")["cells_done"] == 4);
+
+  const auto merged = run_skewbench({"merge", (dir.path() / "s2").string(), (dir.path() / "s1").string(), "--out",
+                                     (dir.path() / "merged").string()});
+  INFO(merged.output);
+  REQUIRE(merged.exit_code == 0);
+  const auto whole = read_json(dir.path() / "whole" / "sweep.json");
+  const auto joined = read_json(dir.path() / "merged" / "sweep.json");
+  CHECK(joined["cells_core_digest"] == whole["cells_core_digest"]);
+  CHECK(joined["per_policy"] == whole["per_policy"]);
+  CHECK(joined["shard"].is_null());
+  CHECK(core_lines(dir.path() / "merged") == core_lines(dir.path() / "whole"));
+
+  // A missing shard is refused.
+  const auto partial = run_skewbench({"merge", (dir.path() / "s1").string(), "--out", (dir.path() / "m2").string()});
+  CHECK(partial.exit_code == 2);
+  CHECK_THAT(partial.output, Catch::Matchers::ContainsSubstring("shard 2/2 is missing"));
+}
+
+TEST_CASE("a malformed grid file is exit 2 naming the field") {
+  TempDir dir("skewbench-sweep-it");
+  auto grid = small_grid();
+  grid["axes"][0]["values"] = "0,10";
+  auto r = run_skewbench({"sweep", write_grid(dir.path(), grid).string(), "--out", (dir.path() / "o").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("$.axes[0].values"));
+
+  grid = small_grid();
+  grid["axes"][0]["pointer"] = "/nodes/1/clock_ofset_s";
+  r = run_skewbench({"sweep", write_grid(dir.path(), grid).string(), "--out", (dir.path() / "o").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("clock_ofset_s"));
+
+  grid = small_grid();
+  grid["policies"][1]["policy"]["max_clock_error_s"] = -3;
+  r = run_skewbench({"sweep", write_grid(dir.path(), grid).string(), "--out", (dir.path() / "o").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("$.policies[1].policy.max_clock_error_s"));
+
+  grid = small_grid();
+  grid["axis"] = grid["axes"];
+  r = run_skewbench({"sweep", write_grid(dir.path(), grid).string(), "--out", (dir.path() / "o").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("$.axis"));
+  CHECK_FALSE(fs::exists(dir.path() / "o" / "cells.jsonl"));
+
+  r = run_skewbench({"sweep", write_grid(dir.path(), small_grid()).string(), "--out", (dir.path() / "o").string(),
+                     "--shard", "3/2"});
+  CHECK(r.exit_code == 2);
+}
+
+// --- compare on crafted directories -----------------------------------------
+
+namespace {
+
+json run_row(const std::string& id, const std::string& policy, const std::string& verdict, int effects) {
+  return {{"id", id},           {"policy", policy},          {"verdict", verdict},
+          {"effect_count", effects}, {"decision", "REPLAY_SAME_KEY"}, {"pass", true}};
+}
+
+fs::path crafted_run(const fs::path& dir, const json& rows, const std::string& schema = "skewbench-evidence/1") {
+  fs::create_directories(dir);
+  write_file_atomically(dir / "summary.json",
+                        json{{"schema_version", schema}, {"kind", "run_summary"}, {"scenarios", rows}}.dump());
+  return dir;
+}
+
+fs::path crafted_sweep(const fs::path& dir, const std::vector<std::string>& verdicts, const std::string& identity) {
+  fs::create_directories(dir);
+  std::string lines;
+  for (std::size_t i = 0; i < verdicts.size(); ++i) {
+    lines += json{{"cell", i},
+                  {"policy", "p"},
+                  {"policy_name", "node_local"},
+                  {"parameters", {{"x", i}}},
+                  {"decision", "REPLAY_SAME_KEY"},
+                  {"effect_count", verdicts[i] == "CONFLICT" ? 2 : 1},
+                  {"verdict", verdicts[i]}}
+                 .dump() +
+             "\n";
+  }
+  write_file_atomically(dir / "cells.jsonl", lines);
+  write_file_atomically(dir / "sweep.json", json{{"schema_version", "skewbench-evidence/1"},
+                                                 {"kind", "sweep_summary"},
+                                                 {"grid", {{"identity_digest", identity}}},
+                                                 {"base_scenario_digest", "b"},
+                                                 {"shard", nullptr},
+                                                 {"complete", true}}
+                                                .dump());
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("compare exits 0 for identical runs and 1 when the candidate has a new CONFLICT") {
+  TempDir dir("skewbench-compare");
+  const json base_rows = {run_row("a", "declared_authority", "SAFE", 1), run_row("b", "uncertainty", "HELD", 1)};
+  const auto base = crafted_run(dir.path() / "base", base_rows);
+  const auto same = crafted_run(dir.path() / "same", base_rows);
+  auto r = run_skewbench({"compare", base.string(), same.string()});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("changed scenarios: 0"));
+
+  const auto worse = crafted_run(dir.path() / "worse",
+                                 json{run_row("a", "declared_authority", "CONFLICT", 2), run_row("b", "uncertainty", "HELD", 1)});
+  r = run_skewbench({"compare", base.string(), worse.string(), "--format", "markdown"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("| a | SAFE -> CONFLICT"));
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("NEW CONFLICT"));
+
+  // The reverse direction removes a conflict: not a regression.
+  r = run_skewbench({"compare", worse.string(), base.string()});
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("compare exits 2 for different schema versions, different grids, or a run against a sweep") {
+  TempDir dir("skewbench-compare");
+  const auto v1 = crafted_run(dir.path() / "v1", json{run_row("a", "node_local", "SAFE", 1)});
+  const auto v2 = crafted_run(dir.path() / "v2", json{run_row("a", "node_local", "SAFE", 1)}, "skewbench-evidence/2");
+  auto r = run_skewbench({"compare", v1.string(), v2.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("schema"));
+
+  const auto g1 = crafted_sweep(dir.path() / "g1", {"SAFE", "HELD"}, "grid-one");
+  const auto g2 = crafted_sweep(dir.path() / "g2", {"SAFE", "HELD"}, "grid-two");
+  r = run_skewbench({"compare", g1.string(), g2.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("different grids"));
+
+  r = run_skewbench({"compare", v1.string(), g1.string()});
+  CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("compare on sweeps flags the cell that became CONFLICT") {
+  TempDir dir("skewbench-compare");
+  const auto base = crafted_sweep(dir.path() / "base", {"SAFE", "HELD", "CONFLICT"}, "g");
+  const auto same = crafted_sweep(dir.path() / "same", {"SAFE", "HELD", "CONFLICT"}, "g");
+  CHECK(run_skewbench({"compare", base.string(), same.string()}).exit_code == 0);
+  const auto worse = crafted_sweep(dir.path() / "worse", {"SAFE", "CONFLICT", "CONFLICT"}, "g");
+  const auto r = run_skewbench({"compare", base.string(), worse.string()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("HELD -> CONFLICT"));
+}
