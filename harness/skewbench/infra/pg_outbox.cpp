@@ -210,7 +210,9 @@ void PgOutbox::mark_delivered(const std::string& operation_id, std::int64_t logi
 }
 
 OutboxRow PgOutbox::read(const std::string& operation_id) {
-  return in_transaction("read", [&](pqxx::work& tx) {
+  // One statement, one round trip: no BEGIN/COMMIT around a single read.
+  try {
+    pqxx::nontransaction tx(connection_->pq);
     const auto r = pq::exec_prepared(tx, "read_outbox", run_id_, operation_id);
     if (r.size() != 1) throw InfrastructureError("outbox: no business operation " + operation_id);
     const auto row = r[0];
@@ -231,7 +233,11 @@ OutboxRow PgOutbox::read(const std::string& operation_id) {
       out.status = "absent";
     }
     return out;
-  });
+  } catch (const InfrastructureError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InfrastructureError(std::string("PostgreSQL failed during read: ") + e.what());
+  }
 }
 
 }  // namespace skewbench::infra

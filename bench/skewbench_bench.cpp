@@ -1,0 +1,318 @@
+// bench_skewbench: what a scenario costs against what its round trips must cost.
+//
+// In one run, against one PostgreSQL cluster and one remote-effect process:
+//   1. the floor: a PostgreSQL prepared-statement round trip, a PostgreSQL
+//      write transaction (BEGIN, INSERT, COMMIT), a keep-alive HTTP round trip
+//      to remote-effect (GET /health) and a remote-effect durable commit
+//      (POST /effects, new key);
+//   2. the three #018 scenarios, warm, repeated; each run's round trips are
+//      counted by kind, and the measured time is divided by the time those
+//      round trips take at the floor (target: at most 1.5x);
+//   3. sweep throughput in cells/s with 1 and 2 jobs on the shipped grid;
+//   4. the peak RSS of `skewbench sweep` for growing cell counts (it streams,
+//      so the figure should stay flat).
+// Real time is read here only to measure; no decision depends on it.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <httplib.h>
+#include <pqxx/pqxx>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <skewbench/build_info.hpp>
+
+#include "common/files.hpp"
+#include "infra/http_remote.hpp"
+#include "infra/pg_outbox.hpp"
+#include "infra/pqxx_compat.hpp"
+#include "runner/runner.hpp"
+#include "runner/stack.hpp"
+#include "scenario/scenario.hpp"
+#include "sweep/grid.hpp"
+#include "sweep/sweep_runner.hpp"
+
+using namespace skewbench;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+struct Stats {
+  std::vector<double> samples_us;
+  double median() const {
+    auto s = samples_us;
+    std::sort(s.begin(), s.end());
+    return s.empty() ? 0 : s[s.size() / 2];
+  }
+  double mean() const {
+    double sum = 0;
+    for (const double v : samples_us) sum += v;
+    return samples_us.empty() ? 0 : sum / static_cast<double>(samples_us.size());
+  }
+  double p99() const {
+    auto s = samples_us;
+    std::sort(s.begin(), s.end());
+    return s.empty() ? 0 : s[std::min(s.size() - 1, s.size() * 99 / 100)];
+  }
+};
+
+template <typename F>
+Stats measure(int iterations, F&& body) {
+  Stats s;
+  for (int i = 0; i < iterations; ++i) {
+    const auto t = Clock::now();
+    body(i);
+    s.samples_us.push_back(micros(Clock::now() - t));
+  }
+  return s;
+}
+
+// The four kinds of round trip a scenario makes.
+enum Kind { kPgRead, kPgWrite, kHttpGet, kHttpPost, kKinds };
+
+using Counts = std::array<int, kKinds>;
+using Times = std::array<double, kKinds>;  // microseconds spent in each kind
+
+// Times one call of a kind into the run's tallies.
+template <typename F>
+auto timed(Counts& counts, Times& times, Kind kind, F&& call) {
+  ++counts[kind];
+  const auto t = Clock::now();
+  struct Stop {
+    Times& times;
+    Kind kind;
+    Clock::time_point t;
+    ~Stop() { times[kind] += micros(Clock::now() - t); }
+  } stop{times, kind, t};
+  return call();
+}
+
+// Decorators that count and time every round trip a scenario makes.
+class CountingRemote final : public infra::RemoteApi {
+ public:
+  CountingRemote(infra::RemoteApi& inner, Counts& counts, Times& times) : inner_(inner), c_(counts), t_(times) {}
+  infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
+    return timed(c_, t_, kHttpPost, [&] { return inner_.post_effect(r); });
+  }
+  infra::HttpExchange status(const std::string& op, std::int64_t t) override {
+    return timed(c_, t_, kHttpGet, [&] { return inner_.status(op, t); });
+  }
+  json health() override { return timed(c_, t_, kHttpGet, [&] { return inner_.health(); }); }
+
+ private:
+  infra::RemoteApi& inner_;
+  Counts& c_;
+  Times& t_;
+};
+
+class CountingOutbox final : public infra::OutboxApi {
+ public:
+  CountingOutbox(infra::OutboxApi& inner, Counts& counts, Times& times) : inner_(inner), c_(counts), t_(times) {}
+  void declare_operation(const std::string& op) override {
+    timed(c_, t_, kPgWrite, [&] { inner_.declare_operation(op); });
+  }
+  void commit_operation(const std::string& op, const std::string& key, std::int64_t ttl) override {
+    timed(c_, t_, kPgWrite, [&] { inner_.commit_operation(op, key, ttl); });
+  }
+  void record_attempt(const std::string& op, std::int64_t t) override {
+    timed(c_, t_, kPgWrite, [&] { inner_.record_attempt(op, t); });
+  }
+  void record_outcome(const std::string& op, infra::TransportOutcome o, bool d, std::int64_t t) override {
+    timed(c_, t_, kPgWrite, [&] { inner_.record_outcome(op, o, d, t); });
+  }
+  void mark_delivered(const std::string& op, std::int64_t t) override {
+    timed(c_, t_, kPgWrite, [&] { inner_.mark_delivered(op, t); });
+  }
+  infra::OutboxRow read(const std::string& op) override {
+    return timed(c_, t_, kPgRead, [&] { return inner_.read(op); });
+  }
+
+ private:
+  infra::OutboxApi& inner_;
+  Counts& c_;
+  Times& t_;
+};
+
+std::array<double, kKinds> measure_floor(const std::string& database_url, const std::string& remote_url, int n) {
+  pqxx::connection c(database_url);
+  {
+    pqxx::work tx(c);
+    // A logged table, like the outbox: its commit waits for the WAL flush.
+    infra::pq::exec0(tx, "CREATE SCHEMA IF NOT EXISTS skewbench_bench");
+    infra::pq::exec0(tx, "CREATE TABLE IF NOT EXISTS skewbench_bench.floor (v bigint)");
+    tx.commit();
+  }
+  c.prepare("floor_select", "SELECT $1::bigint");
+  c.prepare("floor_insert", "INSERT INTO skewbench_bench.floor (v) VALUES ($1)");
+  const auto pg_read = measure(n, [&](int i) {
+    pqxx::nontransaction tx(c);
+    infra::pq::exec_prepared(tx, "floor_select", static_cast<std::int64_t>(i));
+  });
+  const auto pg_write = measure(n, [&](int i) {
+    pqxx::work tx(c);
+    infra::pq::exec_prepared(tx, "floor_insert", static_cast<std::int64_t>(i));
+    tx.commit();
+  });
+  infra::HttpRemote remote(remote_url);
+  const auto http_get = measure(n, [&](int) { remote.health(); });
+  const auto http_post = measure(n, [&](int i) {
+    const auto id = "floor-" + runner::new_run_id() + "-" + std::to_string(i);
+    remote.post_effect({id, id, 60, 1'000'000, false, "{}"});
+  });
+  // Costs add up, so the floor a scenario implies is a sum of means.
+  std::printf("floor (%d iterations each)              mean_us  median_us     p99_us\n", n);
+  const Stats* all[kKinds] = {&pg_read, &pg_write, &http_get, &http_post};
+  const char* labels[kKinds] = {"PostgreSQL prepared-statement round trip", "PostgreSQL write transaction (commit)",
+                                "HTTP keep-alive round trip (GET /health)", "remote-effect durable commit (POST)"};
+  std::array<double, kKinds> means{};
+  for (int k = 0; k < kKinds; ++k) {
+    means[k] = all[k]->mean();
+    std::printf("  %-42s %9.1f %10.1f %10.1f\n", labels[k], all[k]->mean(), all[k]->median(), all[k]->p99());
+  }
+  return means;
+}
+
+void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, infra::OutboxApi& outbox, int repeats,
+                     const std::array<double, kKinds>& floor) {
+  std::printf("\n#018 scenarios, warm, %d runs each\n", repeats);
+  std::printf("  %-24s %7s %9s %8s %8s %10s %10s %10s %7s\n", "scenario", "pg_read", "pg_write", "http_get", "http_post",
+              "mean_us", "p99_us", "floor_us", "ratio");
+  for (const auto& file : scenario::collect_scenario_files({scenario_dir})) {
+    const auto s = scenario::load_scenario_file(file);
+    Counts counts{};
+    Times total_times{};
+    Stats stats;
+    for (int i = 0; i < repeats; ++i) {
+      counts.fill(0);
+      Times times{};
+      CountingRemote counting_remote(remote, counts, times);
+      CountingOutbox counting_outbox(outbox, counts, times);
+      runner::ScenarioRunner r(counting_remote, counting_outbox, {runner::new_run_id(), nullptr, nullptr, true});
+      const auto t = Clock::now();
+      const auto result = r.run(s);
+      stats.samples_us.push_back(micros(Clock::now() - t));
+      for (int k = 0; k < kKinds; ++k) total_times[k] += times[k];
+      if (!result.pass) {
+        std::fprintf(stderr, "scenario %s did not pass: %s\n", s.id.c_str(), result.error.value_or("a check failed").c_str());
+        std::exit(3);
+      }
+    }
+    double implied = 0;
+    for (int k = 0; k < kKinds; ++k) implied += counts[k] * floor[k];
+    std::printf("  %-24s %7d %9d %8d %8d %10.1f %10.1f %10.1f %6.2fx\n", s.id.c_str(), counts[kPgRead],
+                counts[kPgWrite], counts[kHttpGet], counts[kHttpPost], stats.mean(), stats.p99(), implied,
+                stats.mean() / implied);
+    // Where the time went: mean time per round trip of each kind, in the runs.
+    std::printf("  %-24s", "  mean us per round trip");
+    const int widths[kKinds] = {7, 9, 8, 8};
+    for (int k = 0; k < kKinds; ++k) {
+      std::printf(" %*.0f", widths[k], counts[k] ? total_times[k] / (counts[k] * repeats) : 0.0);
+    }
+    std::printf("\n");
+  }
+}
+
+void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
+  const auto grid = sweep::Grid::load(grid_path);
+  std::printf("\nsweep throughput: %s (%llu cells)\n", grid.id().c_str(),
+              static_cast<unsigned long long>(grid.cell_count()));
+  for (unsigned jobs : {1u, 2u}) {
+    TempDir out("skewbench-bench-sweep");
+    sweep::SweepSettings settings{stack.database_url(), stack.remote_url(), nullptr, runner::new_run_id(), jobs, {},
+                                  false, nullptr};
+    const auto outcome = sweep::run_cells(grid, settings, out.path());
+    std::printf("  jobs %u: %llu cells in %.2f s = %.1f cells/s (%llu ERROR)\n", jobs,
+                static_cast<unsigned long long>(outcome.cells_done), outcome.duration_s,
+                static_cast<double>(outcome.cells_done) / outcome.duration_s,
+                static_cast<unsigned long long>(outcome.errors));
+  }
+}
+
+// Peak RSS of a `skewbench sweep` child over N cells. The services are passed
+// as URLs so the child has no children of its own in the figure.
+void bench_rss(const std::string& skewbench_bin, const std::string& base_scenario, const runner::Stack& stack,
+               const std::vector<long>& cell_counts) {
+  std::printf("\npeak RSS of skewbench sweep (2 jobs)\n  %10s %12s %10s\n", "cells", "peak_rss_MiB", "seconds");
+  for (const long n : cell_counts) {
+    TempDir dir("skewbench-bench-rss");
+    const json grid = {{"id", "rss-" + std::to_string(n)},
+                       {"description", "bench: one axis with n values"},
+                       {"base_scenario", base_scenario},
+                       {"policies", json::array({{{"policy", {{"name", "node_local"}}}}})},
+                       {"axes", json::array({{{"name", "node_b_offset_s"},
+                                              {"pointer", "/nodes/1/clock_offset_s"},
+                                              {"range", {{"from", 0}, {"to", n - 1}, {"step", 1}}}}})}};
+    const auto grid_path = dir.path() / "grid.json";
+    write_file_atomically(grid_path, grid.dump());
+    const auto t = Clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string out = (dir.path() / "out").string();
+      ::execl(skewbench_bin.c_str(), skewbench_bin.c_str(), "sweep", grid_path.c_str(), "--out", out.c_str(),
+              "--jobs", "2", "-q", "--database-url", stack.database_url().c_str(), "--remote-url",
+              stack.remote_url().c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    ::wait4(pid, &status, 0, &usage);
+    const double seconds = std::chrono::duration<double>(Clock::now() - t).count();
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::printf("  %10ld %12.1f %10.1f%s\n", n, static_cast<double>(usage.ru_maxrss) / 1024.0, seconds,
+                code == 0 ? "" : "  (sweep failed)");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_skewbench: scenario and sweep cost against the round-trip floor, and sweep memory"};
+  int floor_iterations = 500;
+  int repeats = 50;
+  std::vector<long> rss_cells = {1000, 10000};
+  bool skip_sweep = false;
+  std::optional<std::string> database_url;
+  std::optional<std::string> remote_url;
+  std::string skewbench_bin = SKEWBENCH_CLI_BIN;
+  app.add_option("--floor-iterations", floor_iterations, "round trips per floor figure")->check(CLI::PositiveNumber);
+  app.add_option("--repeats", repeats, "runs of each #018 scenario")->check(CLI::PositiveNumber);
+  app.add_option("--rss-cells", rss_cells, "cell counts for the RSS sweep (e.g. 1000 10000 100000)");
+  app.add_flag("--skip-sweep", skip_sweep, "skip the sweep throughput and RSS parts");
+  app.add_option("--database-url", database_url, "PostgreSQL URL (default: a throwaway cluster)");
+  app.add_option("--remote-url", remote_url, "remote-effect URL (default: start one)");
+  app.add_option("--skewbench-bin", skewbench_bin, "skewbench executable for the RSS part");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    runner::Stack stack({database_url, remote_url, std::nullopt, "full", true});
+    infra::PgOutbox outbox(stack.database_url(), runner::new_run_id());
+    infra::HttpRemote remote(stack.remote_url());
+    const auto health = remote.health();
+    std::printf("bench_skewbench  harness %s (%s, %s)  PostgreSQL %s  remote-effect sync %s, SQLite %s  %u CPUs\n",
+                build_info::kVersion, build_info::kGitCommit, build_info::kBuildType,
+                outbox.info().server_version.c_str(), health.value("sync", "?").c_str(),
+                health.value("sqlite_version", "?").c_str(), std::thread::hardware_concurrency());
+    if (build_info::kIsDebugBuild) std::printf("***WARNING*** harness built as Debug: figures are not representative\n");
+    const auto floor = measure_floor(stack.database_url(), stack.remote_url(), floor_iterations);
+    bench_scenarios(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios", remote, outbox, repeats, floor);
+    if (!skip_sweep) {
+      bench_sweep(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-offset-by-epsilon.json", stack);
+      bench_rss(skewbench_bin, std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-base.json", stack, rss_cells);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_skewbench: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}
