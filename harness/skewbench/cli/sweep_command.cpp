@@ -67,6 +67,11 @@ int run_sweep(const SweepArgs& args) {
     std::cerr << "skewbench: invalid grid: " << e.what() << "\n";
     return exit_code::kUsage;
   }
+  if (grid->cell_scenario(grid->cell(0)).needs_remote_control()) {
+    // Workers share one remote; one cell restarting it would break the others.
+    std::cerr << "skewbench: " << args.grid_path << ": the base scenario has a restart_remote step, which a sweep cannot run\n";
+    return exit_code::kUsage;
+  }
   const fs::path out_dir = args.out_dir;
   if (holds_sweep(out_dir) && !args.overwrite) {
     std::cerr << "skewbench: " << out_dir.string() << " already holds a sweep; choose another --out or pass --overwrite\n";
