@@ -56,4 +56,10 @@ struct CompareArgs {
 };
 int compare_results(const CompareArgs& args);
 
+struct ReportArgs {
+  std::string sweep_dir;
+  std::optional<std::string> out_dir;  // default: sweep_dir
+};
+int render_report(const ReportArgs& args);
+
 }  // namespace skewbench::cli

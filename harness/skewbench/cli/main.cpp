@@ -66,6 +66,11 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("candidate", compare.candidate, "the candidate run or sweep directory")->required();
   compare_cmd->add_option("--format", compare.format, "text or markdown")->check(CLI::IsMember({"text", "markdown"}));
 
+  cli::ReportArgs report;
+  auto* report_cmd = app.add_subcommand("report", "draw a sweep as report.html and one SVG heat map per policy and map");
+  report_cmd->add_option("dir", report.sweep_dir, "the sweep directory (sweep.json and cells.jsonl)")->required();
+  report_cmd->add_option("--out", report.out_dir, "directory for report.html and maps/ (default: the sweep directory)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
     if (*sweep_cmd) return cli::run_sweep(sweep);
     if (*merge_cmd) return cli::merge_sweeps(merge);
     if (*compare_cmd) return cli::compare_results(compare);
+    if (*report_cmd) return cli::render_report(report);
   } catch (const std::exception& e) {
     std::cerr << "skewbench: " << e.what() << "\n";
     return exit_code::kInfrastructure;

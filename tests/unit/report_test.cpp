@@ -1,0 +1,176 @@
+// skewbench report on a crafted sweep directory: one SVG heat map per policy
+// per map, the legend, the marks, escaped text, the totals, no external
+// references, and cells without a record drawn as not run.
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "common/files.hpp"
+#include "report/report.hpp"
+#include "support/sweep_fixture.hpp"
+
+using namespace skewbench;
+using namespace skewbench::testing;
+using Catch::Matchers::ContainsSubstring;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::size_t occurrences(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+std::string without(std::string text, const std::string& needle) {
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at)) text.erase(at, needle.size());
+  return text;
+}
+
+struct Rendered {
+  TempDir dir{"skewbench-report-unit"};
+  report::ReportFiles files;
+  std::string html;
+
+  Rendered() {
+    write_tiny_sweep(dir.path());
+    files = report::write_report(dir.path(), dir.path());
+    html = read_file(files.html);
+  }
+  std::string map(const std::string& name) const { return read_file(dir.path() / "maps" / name); }
+};
+
+const std::string kBetaEpsMap = "beta__b___offset_s__by__eps_s.svg";
+
+}  // namespace
+
+TEST_CASE("the report draws one SVG heat map per policy per map, inline and as a file") {
+  Rendered r;
+  CHECK(occurrences(r.html, "<svg xmlns=\"http://www.w3.org/2000/svg\"") == 4);
+  REQUIRE(r.files.maps.size() == 4);
+  CHECK(r.files.maps[0].filename() == "alpha__offset_s__by__eps_s.svg");
+  CHECK(r.files.maps[1].filename() == "alpha__offset_s__by__recovery_s.svg");
+  CHECK(r.files.maps[2].filename() == kBetaEpsMap);
+  for (const auto& path : r.files.maps) {
+    const auto svg = read_file(path);
+    CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+    CHECK_THAT(r.html, ContainsSubstring(svg));
+  }
+}
+
+TEST_CASE("the report has a legend with every verdict and its colour") {
+  Rendered r;
+  for (const auto* verdict : {"SAFE", "CONFLICT", "HELD", "ERROR", "not run"}) {
+    CHECK_THAT(r.html, ContainsSubstring(std::string("<strong>") + verdict + "</strong>"));
+  }
+  for (const auto* colour : {"#009E73", "#D55E00", "#F0E442", "#332288"}) {
+    CHECK_THAT(r.html, ContainsSubstring(colour));
+    CHECK_THAT(r.map(kBetaEpsMap), ContainsSubstring(colour));
+  }
+}
+
+TEST_CASE("the report marks a published point on its policy's maps with its verdict") {
+  Rendered r;
+  const auto alpha = r.map("alpha__offset_s__by__eps_s.svg");
+  CHECK_THAT(alpha, ContainsSubstring(">#018 &lt;mark&gt; &amp; co<"));
+  CHECK_THAT(alpha, ContainsSubstring(">#018 &lt;mark&gt; &amp; co: CONFLICT<"));
+  CHECK_THAT(alpha, ContainsSubstring("<circle"));
+  CHECK_THAT(r.map(kBetaEpsMap), ContainsSubstring(">beta point: HELD<"));
+  CHECK_THAT(r.map(kBetaEpsMap), !ContainsSubstring("#018 &lt;mark&gt;"));
+}
+
+TEST_CASE("the report escapes every text it takes from the sweep") {
+  Rendered r;
+  CHECK_THAT(r.html, ContainsSubstring("tiny &lt;grid&gt; &amp; &quot;quotes&quot;"));
+  CHECK_THAT(r.html, ContainsSubstring("beta &lt;b&gt;"));
+  CHECK_THAT(r.html, ContainsSubstring("a warning with &lt;angle&gt; brackets"));
+  CHECK_THAT(r.html, ContainsSubstring("17.2 &lt;test&gt;"));
+  for (const auto* raw : {"<grid>", "<b>", "<mark>", "<angle>", "<test>"}) CHECK_THAT(r.html, !ContainsSubstring(raw));
+}
+
+TEST_CASE("the report shows the per-policy totals from sweep.json") {
+  Rendered r;
+  CHECK_THAT(r.html, ContainsSubstring("<tr><td>alpha</td><td>4</td><td>2</td><td>0</td><td>0</td><td>6</td></tr>"));
+  CHECK_THAT(r.html, ContainsSubstring("<tr><td>beta &lt;b&gt;</td><td>6</td><td>5</td><td>5</td><td>1</td><td>17</td></tr>"));
+  CHECK_THAT(r.html, ContainsSubstring("23 of 24 cells run"));
+  CHECK_THAT(r.html, ContainsSubstring("c0ffee"));
+}
+
+TEST_CASE("the report references nothing outside itself") {
+  Rendered r;
+  const auto rest = without(r.html, "xmlns=\"http://www.w3.org/2000/svg\"");
+  CHECK_THAT(rest, !ContainsSubstring("http://"));
+  CHECK_THAT(rest, !ContainsSubstring("https://"));
+  CHECK_THAT(rest, !ContainsSubstring("<script"));
+  CHECK_THAT(rest, !ContainsSubstring("<link"));
+  CHECK_THAT(rest, !ContainsSubstring("<img"));
+  CHECK_THAT(rest, !ContainsSubstring("@import"));
+}
+
+TEST_CASE("a cell without a record is drawn as not run, and the incomplete sweep is a warning") {
+  Rendered r;
+  const auto beta = r.map(kBetaEpsMap);
+  CHECK_THAT(beta, ContainsSubstring("fill=\"url(#map2-notrun)\"><title>offset_s = 0, eps_s = 0: not run</title>"));
+  CHECK_THAT(beta, ContainsSubstring(">not run 1<"));
+  CHECK_THAT(r.html, ContainsSubstring("incomplete sweep: 23 of 24 cells were run"));
+  CHECK_THAT(r.map("alpha__offset_s__by__recovery_s.svg"), !ContainsSubstring("not run"));
+}
+
+TEST_CASE("an axis that does not apply to a policy is a single row labelled n/a") {
+  Rendered r;
+  const auto alpha = r.map("alpha__offset_s__by__eps_s.svg");
+  CHECK_THAT(alpha, ContainsSubstring(">n/a<"));
+  CHECK_THAT(alpha, ContainsSubstring("not used by this policy (n/a): eps_s"));
+  CHECK(occurrences(alpha, ">C</text>") == 1);  // one row: only offset_s = 10 conflicts
+}
+
+TEST_CASE("the report is byte-for-byte the same for the same sweep") {
+  Rendered a;
+  Rendered b;
+  CHECK(a.html == b.html);
+  CHECK(a.map(kBetaEpsMap) == b.map(kBetaEpsMap));
+  CHECK(a.html == read_file(report::write_report(a.dir.path(), a.dir.path()).html));
+}
+
+TEST_CASE("the report refuses a directory without a sweep, naming the file") {
+  TempDir dir("skewbench-report-unit");
+  try {
+    report::write_report(dir.path(), dir.path());
+    FAIL("expected ReportInputError");
+  } catch (const report::ReportInputError& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("not a sweep directory"));
+    CHECK_THAT(e.what(), ContainsSubstring("sweep.json"));
+  }
+}
+
+TEST_CASE("the report refuses a malformed cells.jsonl line, naming the file and line") {
+  TempDir dir("skewbench-report-unit");
+  write_tiny_sweep(dir.path());
+  const auto cells = read_file(dir.path() / "cells.jsonl");
+  const auto second = cells.find('\n') + 1;
+  write_file_atomically(dir.path() / "cells.jsonl", cells.substr(0, second) + "{\"policy\":\"alpha\",\"parameters\":{},\"verdict\":\"MAYBE\"}\n");
+  try {
+    report::write_report(dir.path(), dir.path());
+    FAIL("expected ReportInputError");
+  } catch (const report::ReportInputError& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("cells.jsonl:2: $.verdict"));
+  }
+}
+
+TEST_CASE("the report refuses a sweep.json that is not a sweep summary, naming the field") {
+  TempDir dir("skewbench-report-unit");
+  write_tiny_sweep(dir.path());
+  auto summary = nlohmann::json::parse(read_file(dir.path() / "sweep.json"));
+  summary["grid"]["axes"][1].erase("values");
+  write_file_atomically(dir.path() / "sweep.json", summary.dump());
+  try {
+    report::write_report(dir.path(), dir.path());
+    FAIL("expected ReportInputError");
+  } catch (const report::ReportInputError& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("sweep.json: $.grid.axes[1].values"));
+  }
+}
+
+TEST_CASE("map file names keep only file-name-safe characters") {
+  CHECK(report::map_file_name("a/b c", "x..y", "é") == "a_b_c__x..y__by____.svg");
+}
