@@ -23,6 +23,8 @@ SKEWBENCH_BUILD_PACKAGES=(
 # render the sweep report.
 # Each is checked by its command, since node and npm may come from elsewhere.
 SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "npm:nodejs npm" "chromium:chromium")
+# libpng decodes Chromium's screenshots in the report rendering test.
+SKEWBENCH_TEST_PACKAGES=(libpng-dev)
 
 skewbench_os_codename() {
   . /etc/os-release
@@ -66,6 +68,7 @@ skewbench_install_packages() {
     exit 2
   }
   local wanted=("${SKEWBENCH_BUILD_PACKAGES[@]}")
+  [[ $with_tests -eq 1 ]] && wanted+=("${SKEWBENCH_TEST_PACKAGES[@]}")
   mapfile -t missing < <(skewbench_missing_packages "${wanted[@]}")
   if [[ $with_tests -eq 1 ]]; then
     local tool
