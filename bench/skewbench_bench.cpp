@@ -213,13 +213,17 @@ void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, 
     std::printf("  %-24s %7d %9d %8d %8d %10.1f %10.1f %10.1f %6.2fx\n", s.id.c_str(), counts[kPgRead],
                 counts[kPgWrite], counts[kHttpGet], counts[kHttpPost], stats.mean(), stats.p99(), implied,
                 stats.mean() / implied);
-    // Where the time went: mean time per round trip of each kind, in the runs.
+    // Where the time went: mean time per round trip of each kind, and what
+    // the driver spent outside round trips (parsing, JSON, bookkeeping).
     std::printf("  %-24s", "  mean us per round trip");
     const int widths[kKinds] = {7, 9, 8, 8};
+    double inside_us = 0;
     for (int k = 0; k < kKinds; ++k) {
       std::printf(" %*.0f", widths[k], counts[k] ? total_times[k] / (counts[k] * repeats) : 0.0);
+      inside_us += total_times[k] / repeats;
     }
-    std::printf("\n");
+    const double outside_us = stats.mean() - inside_us;
+    std::printf("   outside round trips: %.0f us (%.1f%%)\n", outside_us, 100.0 * outside_us / stats.mean());
   }
 }
 
