@@ -79,8 +79,9 @@ int serve(const re::ServiceOptions& options) {
   });
 
   std::cout << service->ready_line().dump() << std::endl;  // endl flushes: the launcher waits for it
+  bool served = false;
   try {
-    service->run();
+    served = service->run();
   } catch (...) {
     finished = true;
     signal_waiter.join();
@@ -89,6 +90,10 @@ int serve(const re::ServiceOptions& options) {
   finished = true;
   signal_waiter.join();
   service.reset();  // closes the database, checkpointing the WAL
+  if (!served) {
+    std::cerr << "remote-effect: the listening socket failed; stopped serving" << std::endl;
+    return kExitUnavailable;
+  }
   return 0;
 }
 

@@ -251,10 +251,11 @@ nlohmann::json Service::health() const {
           {"httplib_version", CPPHTTPLIB_VERSION}};
 }
 
-void Service::run() {
+bool Service::run() {
   run_started_ = true;
-  if (!stop_requested_) server_->listen_after_bind();
+  const bool ok = stop_requested_ || server_->listen_after_bind();
   run_returned_ = true;
+  return ok || stop_requested_;
 }
 
 void Service::stop() {

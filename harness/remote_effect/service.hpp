@@ -60,8 +60,9 @@ class Service {
 
   nlohmann::json health() const;
 
-  // Serves until stop(); returns once every worker has finished.
-  void run();
+  // Serves until stop(); returns once every worker has finished. False when
+  // the listening socket failed instead of being stopped.
+  bool run();
 
   // Stops accepting, lets in-flight requests finish, and closes idle
   // keep-alive connections so run() returns promptly. Safe from any thread;
