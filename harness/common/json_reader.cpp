@@ -1,5 +1,8 @@
 #include "common/json_reader.hpp"
 
+#include <set>
+#include <vector>
+
 namespace skewbench {
 
 std::string_view json_type_name(const nlohmann::json& value) {
@@ -17,11 +20,31 @@ std::string_view json_type_name(const nlohmann::json& value) {
 }
 
 nlohmann::json parse_json_text(std::string_view text) {
+  // nlohmann keeps the last of two equal keys; a strict reader refuses them.
+  std::vector<std::set<std::string>> keys_of_open_objects;
+  std::string duplicate;
+  const nlohmann::json::parser_callback_t reject_duplicates =
+      [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using event_t = nlohmann::json::parse_event_t;
+        if (event == event_t::object_start) {
+          keys_of_open_objects.emplace_back();
+        } else if (event == event_t::object_end && !keys_of_open_objects.empty()) {
+          keys_of_open_objects.pop_back();
+        } else if (event == event_t::key && !keys_of_open_objects.empty()) {
+          if (!keys_of_open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+            duplicate = parsed.get<std::string>();
+          }
+        }
+        return true;
+      };
+  nlohmann::json out;
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    out = nlohmann::json::parse(text.begin(), text.end(), reject_duplicates);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError("$", "not valid JSON (byte " + std::to_string(e.byte) + ")");
   }
+  if (!duplicate.empty()) throw InputError("$", "key \"" + duplicate + "\" appears twice in one object");
+  return out;
 }
 
 namespace {

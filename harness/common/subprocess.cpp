@@ -46,6 +46,7 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed: " + std::string(std::strerror(errno)));
   if (pid == 0) {
+    ::setpgid(0, 0);  // Ctrl-C reaches skewbench, which decides; not initdb or pg_ctl
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::dup2(pipe_fds[1], STDERR_FILENO);
     const int devnull = ::open("/dev/null", O_RDONLY);
@@ -67,7 +68,7 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.exit_code = decode_status(status);
   return result;
 }
 
@@ -86,7 +87,13 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const Options& opti
   }
   const pid_t parent = ::getpid();
   pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed: " + std::string(std::strerror(errno)));
+  if (pid_ < 0) {
+    const std::string reason = std::strerror(errno);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    if (stderr_fd >= 0) ::close(stderr_fd);
+    throw std::runtime_error("fork failed: " + reason);
+  }
   if (pid_ == 0) {
     // The child must not outlive a parent that was killed without cleanup.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);

@@ -12,7 +12,7 @@ namespace skewbench {
 
 // Result of a command run to completion.
 struct CommandResult {
-  int exit_code = -1;  // -1 when the command was killed by a signal
+  int exit_code = -1;  // 128 + signal when the command was killed by a signal
   std::string output;  // stdout and stderr, interleaved
 };
 

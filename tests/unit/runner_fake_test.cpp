@@ -4,7 +4,9 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include "common/digest.hpp"
+#include "common/json_reader.hpp"
 #include "evidence/evidence.hpp"
+#include "infra/pg_outbox.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "support/fakes.hpp"
@@ -112,4 +114,19 @@ TEST_CASE("a clock rollback step moves a node's reading back without moving refe
   const auto r = run_with_fakes(scenario::parse_scenario(doc, "rollback.json"));
   CHECK(r.pass);
   CHECK(r.verdict == "SAFE");
+}
+
+TEST_CASE("connection URLs in evidence never show a password") {
+  CHECK(infra::redact_url("postgresql://user:secret@db:5432/x") == "postgresql://***@db:5432/x");
+  CHECK(infra::redact_url("postgresql://db:5432/x?sslmode=require&password=secret") ==
+        "postgresql://db:5432/x?sslmode=require&password=***");
+  CHECK(infra::redact_url("host=db password=secret dbname=x") == "host=db password=*** dbname=x");
+  CHECK(infra::redact_url("host=db password='se cret' dbname=x") == "host=db password=*** dbname=x");
+  CHECK(infra::redact_url("postgresql://postgres@127.0.0.1:5432/postgres") == "postgresql://***@127.0.0.1:5432/postgres");
+}
+
+TEST_CASE("a scenario file with a key given twice is refused") {
+  CHECK_THROWS_AS(parse_json_text(R"({"id": "a", "id": "b"})"), InputError);
+  CHECK_THROWS_AS(parse_json_text(R"({"x": {"k": 1, "k": 2}})"), InputError);
+  CHECK_NOTHROW(parse_json_text(R"({"x": {"k": 1}, "y": {"k": 2}})"));
 }

@@ -107,7 +107,7 @@ int run_scenarios(const RunArgs& args) {
 
   evidence::RunEnvironment env;
   env.run_id = runner::new_run_id();
-  env.started_at_utc = evidence::utc_now_iso8601();
+  env.started_at_utc = evidence::utc_now_iso8601();  // replaced once the services answer
   std::vector<runner::ScenarioResult> results;
   std::vector<const scenario::Scenario*> scenario_ptrs;
   for (const auto& s : scenarios) scenario_ptrs.push_back(&s);
@@ -117,21 +117,10 @@ int run_scenarios(const RunArgs& args) {
     runner::Stack stack({args.database_url, args.remote_url, args.remote_effect_binary, args.remote_sync, args.quiet});
     infra::PgOutbox outbox(stack.database_url(), env.run_id);
     infra::HttpRemote remote(stack.remote_url());
-    const auto health = remote.health();
-    env.postgresql = {{"server_version", outbox.info().server_version},
-                      {"server_version_num", outbox.info().server_version_num},
-                      {"url", infra::redact_url(stack.database_url())},
-                      {"embedded", stack.embedded_database()}};
-    env.remote_effect = {{"url", stack.remote_url()},
-                         {"embedded", stack.embedded_remote()},
-                         {"service", health.value("service", json(nullptr))},
-                         {"boot_id", health.value("boot_id", json(nullptr))},
-                         {"version", health.value("version", json(nullptr))},
-                         {"git_commit", health.value("git_commit", json(nullptr))},
-                         {"sqlite_version", health.value("sqlite_version", json(nullptr))},
-                         {"sync", health.value("sync", json(nullptr))},
-                         {"default_ttl_seconds", health.value("default_ttl_seconds", json(nullptr))}};
-    env.warnings = evidence::standard_warnings(outbox.info().major());
+    const auto started_at = env.started_at_utc;
+    env = evidence::describe_environment(env.run_id, outbox.info(), stack.database_url(), stack.embedded_database(),
+                                         remote.health(), stack.remote_url(), stack.embedded_remote());
+    env.started_at_utc = started_at;
 
     runner::ScenarioRunner scenario_runner(remote, outbox,
                                            {env.run_id, stack.remote_control(), &interrupted_flag(), true});
@@ -143,6 +132,12 @@ int run_scenarios(const RunArgs& args) {
     std::cerr << "skewbench: interrupted; services stopped, no evidence written\n";
     return exit_code::kInterrupted;
   } catch (const std::exception& e) {
+    if (interrupted_flag().load()) {
+      // Ctrl-C during start-up (initdb, pg_ctl) fails the start: that is not
+      // an infrastructure fault.
+      std::cerr << "skewbench: interrupted; services stopped, no evidence written\n";
+      return exit_code::kInterrupted;
+    }
     infrastructure_error = e.what();
   }
 
@@ -167,6 +162,8 @@ int run_scenarios(const RunArgs& args) {
 
   std::string digest;
   try {
+    // Evidence of an earlier run must not mix with this one's.
+    if (args.overwrite) fs::remove_all(out_dir / "scenarios");
     digest = evidence::write_run_artifacts(out_dir, scenario_ptrs, results, env);
   } catch (const std::exception& e) {
     std::cerr << "skewbench: cannot write evidence to " << out_dir.string() << ": " << e.what() << "\n";

@@ -45,6 +45,7 @@ std::string markdown(const std::vector<const scenario::Scenario*>& scenarios,
                      const RunEnvironment& env) {
   std::ostringstream md;
   md << "# skewbench run " << env.run_id << "\n\n";
+  md << "Schema " << kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**.\n\n";
   md << "| scenario | policy | temporal state | decision | POSTs | effects | final status | verdict | pass |\n";
   md << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
@@ -116,6 +117,25 @@ std::vector<std::string> standard_warnings(int postgres_major) {
   return out;
 }
 
+RunEnvironment describe_environment(const std::string& run_id, const infra::PostgresInfo& postgres,
+                                    const std::string& database_url, bool embedded_database,
+                                    const json& health, const std::string& remote_url, bool embedded_remote) {
+  RunEnvironment env;
+  env.run_id = run_id;
+  env.started_at_utc = utc_now_iso8601();
+  env.postgresql = {{"server_version", postgres.server_version},
+                    {"server_version_num", postgres.server_version_num},
+                    {"url", infra::redact_url(database_url)},
+                    {"embedded", embedded_database}};
+  env.remote_effect = {{"url", remote_url}, {"embedded", embedded_remote}};
+  for (const char* field : {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync",
+                            "default_ttl_seconds"}) {
+    env.remote_effect[field] = health.value(field, json(nullptr));
+  }
+  env.warnings = standard_warnings(postgres.major());
+  return env;
+}
+
 json RunEnvironment::to_json() const {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
@@ -123,7 +143,6 @@ json RunEnvironment::to_json() const {
           {"harness", harness_json()},
           {"postgresql", postgresql},
           {"remote_effect", remote_effect},
-          {"sqlite_version", remote_effect.value("sqlite_version", json(nullptr))},
           {"host", host},
           {"started_at_utc", started_at_utc},
           {"finished_at_utc", finished_at_utc}};
@@ -215,12 +234,13 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
                         {"outcome", any_error ? "error" : (all_pass ? "pass" : "fail")},
                         {"scenarios", rows},
                         {"core_digest", run_digest}};
-  write_file_atomically(out_dir / "summary.json", summary.dump(2) + "\n");
   const auto published = published_result(scenarios, results, env);
   auto published_with_env = published;
   published_with_env["environment"] = environment;
   write_file_atomically(out_dir / "result.json", published_with_env.dump(2) + "\n");
   write_file_atomically(out_dir / "RESULT.md", markdown(scenarios, results, summary, published, env));
+  // Last: a summary.json on disk means every other artifact is there too.
+  write_file_atomically(out_dir / "summary.json", summary.dump(2) + "\n");
   return run_digest;
 }
 

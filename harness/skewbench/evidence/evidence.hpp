@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "infra/pg_outbox.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -35,6 +36,14 @@ struct RunEnvironment {
 
 // The harness's own identity: version, git commit, build type.
 nlohmann::json harness_json();
+
+// What a run talks to, as recorded in every artifact: PostgreSQL's version and
+// (redacted) URL, and what remote-effect's /health says of itself. Also sets
+// the standard warnings and the start time.
+RunEnvironment describe_environment(const std::string& run_id, const infra::PostgresInfo& postgres,
+                                    const std::string& database_url, bool embedded_database,
+                                    const nlohmann::json& remote_health, const std::string& remote_url,
+                                    bool embedded_remote);
 
 // Warnings every artifact must show: a Debug build, a PostgreSQL major other
 // than the reference one.

@@ -163,9 +163,9 @@ json published_result(const std::vector<const Scenario*>& scenarios, const std::
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     if (scenarios[i]->report_as) sections[*scenarios[i]->report_as] = {scenarios[i], &results[i]};
   }
-  const auto& unsafe = sections["unsafe_node_clock"];
-  const auto& authority = sections["safe_clock_authority"];
-  const auto& guard = sections["safe_skew_guard"];
+  const Section unsafe = sections["unsafe_node_clock"];
+  const Section authority = sections["safe_clock_authority"];
+  const Section guard = sections["safe_skew_guard"];
 
   json checks = json::array();
 
@@ -200,7 +200,7 @@ json published_result(const std::vector<const Scenario*>& scenarios, const std::
     const auto obs = observations_before_recovery(*authority.result);
     const bool disagree = observations_disagree(obs);
     const bool same_key = same_key_throughout(*authority.result);
-    const bool passed = disagree && rec["temporal_state"] == "ACTIVE" &&
+    const bool passed = disagree && rec["temporal_state"] == "ACTIVE" && rec["time_basis"].is_string() &&
                         rec["time_basis"].get<std::string>().rfind("authority:", 0) == 0 &&
                         rec["delivery"] == "deduplicated" && same_key && f["post_requests"] == 2 &&
                         f["effect_count"] == 1 && f["status"] == "committed";

@@ -85,8 +85,12 @@ nlohmann::json OutboxRow::to_json() const {
 }
 
 std::string redact_url(const std::string& url) {
-  static const std::regex kCredentials(R"(^([a-zA-Z][a-zA-Z0-9+.-]*://)([^@/]*)@)");
-  return std::regex_replace(url, kCredentials, "$1***@");
+  // URL user info (scheme://user:password@), and a password given as a
+  // key=value pair or a URL query parameter.
+  static const std::regex kUserInfo(R"(^([a-zA-Z][a-zA-Z0-9+.-]*://)([^@/]*)@)");
+  static const std::regex kPasswordParameter(R"((^|[\s?&])(password\s*=\s*)('[^']*'|[^\s&]*))",
+                                             std::regex::icase);
+  return std::regex_replace(std::regex_replace(url, kUserInfo, "$1***@"), kPasswordParameter, "$1$2***");
 }
 
 struct PgOutbox::Connection {
