@@ -140,6 +140,19 @@ TEST_CASE("a malformed grid file is exit 2 naming the field") {
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("$.policies[1].policy.max_clock_error_s"));
 
+  // A bad value in the middle of an axis is found before anything runs.
+  grid = small_grid();
+  grid["axes"][1] = {{"name", "recovery_at_s"}, {"pointer", "/steps/2/at_s"}, {"values", {10, -5, 30}}};
+  r = run_skewbench({"sweep", write_grid(dir.path(), grid).string(), "--out", (dir.path() / "o").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("$.axes[1].values[1]"));
+
+  grid = small_grid();
+  grid["axes"][1]["policies"] = {"uncertainy"};
+  r = run_skewbench({"sweep", write_grid(dir.path(), grid).string(), "--out", (dir.path() / "o").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("$.axes[1].policies[0]"));
+
   grid = small_grid();
   grid["axis"] = grid["axes"];
   r = run_skewbench({"sweep", write_grid(dir.path(), grid).string(), "--out", (dir.path() / "o").string()});

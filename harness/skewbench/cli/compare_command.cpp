@@ -60,8 +60,10 @@ class Report {
 
   void change(const std::string& key, const json& base, const json& candidate) {
     ++changed_;
-    const bool regression = candidate.is_object() && candidate["verdict"] == "CONFLICT" &&
-                            base.is_object() && base["verdict"] != "CONFLICT";
+    // A CONFLICT the base did not have, including in a scenario the base did
+    // not run at all, is a safety regression.
+    const bool regression = candidate.is_object() && candidate.at("verdict") == "CONFLICT" &&
+                            (!base.is_object() || base.at("verdict") != "CONFLICT");
     if (regression) ++regressions_;
     if (rows_.size() >= kMaxRowsShown) return;
     auto side = [](const json& r, const char* field) { return r.is_object() ? text(r[field]) : std::string("(absent)"); };
@@ -72,10 +74,10 @@ class Report {
   }
 
   void count(const json& base, const json& candidate) {
-    if (base.is_object()) ++totals_[base["policy"].get<std::string>()].first[base["verdict"].get<std::string>()];
+    if (base.is_object()) ++totals_[base.at("policy").get<std::string>()].first[base.at("verdict").get<std::string>()];
     if (candidate.is_object()) {
-      ++totals_[candidate["policy"].get<std::string>()].second[candidate["verdict"].get<std::string>()];
-      if (candidate["verdict"] == "ERROR") ++candidate_errors_;
+      ++totals_[candidate.at("policy").get<std::string>()].second[candidate.at("verdict").get<std::string>()];
+      if (candidate.at("verdict") == "ERROR") ++candidate_errors_;
     }
   }
 
@@ -143,7 +145,8 @@ class Report {
 
 bool differs(const json& a, const json& b) {
   if (!a.is_object() || !b.is_object()) return true;
-  return a["verdict"] != b["verdict"] || a["decision"] != b["decision"] || a["effect_count"] != b["effect_count"];
+  return a.at("verdict") != b.at("verdict") || a.value("decision", json(nullptr)) != b.value("decision", json(nullptr)) ||
+         a.value("effect_count", json(nullptr)) != b.value("effect_count", json(nullptr));
 }
 
 int compare_runs(const fs::path& base_dir, const fs::path& cand_dir, Report& report) {
@@ -153,8 +156,8 @@ int compare_runs(const fs::path& base_dir, const fs::path& cand_dir, Report& rep
     throw CannotCompare("different schema versions: " + text(base["schema_version"]) + " and " + text(cand["schema_version"]));
   }
   std::map<std::string, std::pair<json, json>> rows;
-  for (const auto& r : base["scenarios"]) rows[r["id"].get<std::string>()].first = r;
-  for (const auto& r : cand["scenarios"]) rows[r["id"].get<std::string>()].second = r;
+  for (const auto& r : base.at("scenarios")) rows[r.at("id").get<std::string>()].first = r;
+  for (const auto& r : cand.at("scenarios")) rows[r.at("id").get<std::string>()].second = r;
   bool common = false;
   for (const auto& [id, pair] : rows) common = common || (pair.first.is_object() && pair.second.is_object());
   if (!common) throw CannotCompare("the two runs have no scenario id in common");
@@ -171,12 +174,12 @@ int compare_sweeps(const fs::path& base_dir, const fs::path& cand_dir, Report& r
   if (base["schema_version"] != cand["schema_version"]) {
     throw CannotCompare("different schema versions: " + text(base["schema_version"]) + " and " + text(cand["schema_version"]));
   }
-  if (base["grid"]["identity_digest"] != cand["grid"]["identity_digest"]) {
+  if (base.at("grid").at("identity_digest") != cand.at("grid").at("identity_digest")) {
     throw CannotCompare("different grids: the policies' labels or the axes (names, values, scope) differ");
   }
   for (const auto* s : {&base, &cand}) {
-    if (!(*s)["shard"].is_null()) throw CannotCompare("one side is a single shard; merge the shards first");
-    if (!(*s)["complete"].get<bool>()) throw CannotCompare("one side is an incomplete sweep");
+    if (!s->at("shard").is_null()) throw CannotCompare("one side is a single shard; merge the shards first");
+    if (!s->at("complete").get<bool>()) throw CannotCompare("one side is an incomplete sweep");
   }
   if (base["base_scenario_digest"] != cand["base_scenario_digest"]) {
     std::cerr << "skewbench: note: the base scenarios differ; cells are matched by policy and axis values\n";
@@ -192,7 +195,7 @@ int compare_sweeps(const fs::path& base_dir, const fs::path& cand_dir, Report& r
     if (ga != gb) throw CannotCompare("the two cells.jsonl files have different lengths");
     const auto ra = json::parse(la);
     const auto rb = json::parse(lb);
-    if (ra["cell"] != rb["cell"] || ra["parameters"] != rb["parameters"] || ra["policy"] != rb["policy"]) {
+    if (ra.at("cell") != rb.at("cell") || ra.at("parameters") != rb.at("parameters") || ra.at("policy") != rb.at("policy")) {
       throw CannotCompare("cell " + text(ra["cell"]) + " does not match between the two sweeps");
     }
     report.count(ra, rb);

@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   auto* sweep_cmd = app.add_subcommand("sweep", "run every cell of a parameter grid on the real stack");
   sweep_cmd->add_option("grid", sweep.grid_path, "grid file (see docs/sweeps.md)")->required();
   sweep_cmd->add_option("--out", sweep.out_dir, "directory for cells.jsonl and sweep.json")->required();
-  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "parallel workers (default: the number of cores)")
-      ->check(CLI::Range(0, 256));
+  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "parallel workers, at most 32 (default: the number of cores)")
+      ->check(CLI::Range(0, 32));
   sweep_cmd->add_option("--shard", sweep.shard, "run only slice I of N (cells with index % N == I-1), e.g. 1/2");
   sweep_cmd->add_option("--database-url", sweep.database_url,
                         "PostgreSQL connection URL; without it a throwaway cluster is started");

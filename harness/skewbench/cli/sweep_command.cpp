@@ -1,5 +1,6 @@
 // skewbench sweep and skewbench merge.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,30 +25,11 @@ using nlohmann::json;
 
 namespace {
 
+constexpr unsigned kMaxJobs = 32;
+
 bool holds_sweep(const fs::path& dir) {
   std::error_code ec;
   return fs::exists(dir / "sweep.json", ec) || fs::exists(dir / "cells.jsonl", ec);
-}
-
-// The run's environment, as recorded in every sweep.json.
-json describe_environment(const std::string& run_id, const runner::Stack& stack, infra::PgOutbox& outbox,
-                          infra::HttpRemote& remote, std::vector<std::string>& warnings) {
-  const auto health = remote.health();
-  evidence::RunEnvironment env;
-  env.run_id = run_id;
-  env.postgresql = {{"server_version", outbox.info().server_version},
-                    {"server_version_num", outbox.info().server_version_num},
-                    {"url", infra::redact_url(stack.database_url())},
-                    {"embedded", stack.embedded_database()}};
-  env.remote_effect = {{"url", stack.remote_url()},
-                       {"embedded", stack.embedded_remote()},
-                       {"boot_id", health.value("boot_id", json(nullptr))},
-                       {"version", health.value("version", json(nullptr))},
-                       {"sqlite_version", health.value("sqlite_version", json(nullptr))},
-                       {"sync", health.value("sync", json(nullptr))}};
-  env.started_at_utc = evidence::utc_now_iso8601();
-  warnings = evidence::standard_warnings(outbox.info().major());
-  return env.to_json();
 }
 
 }  // namespace
@@ -85,7 +67,10 @@ int run_sweep(const SweepArgs& args) {
       return exit_code::kUsage;
     }
   }
-  const unsigned jobs = args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  // Each job holds one PostgreSQL connection and one remote-effect worker
+  // thread; the started services are sized for kMaxJobs.
+  const unsigned jobs = args.jobs > 0 ? static_cast<unsigned>(args.jobs)
+                                      : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
 
   try {
     runner::Stack stack({args.database_url, args.remote_url, args.remote_effect_binary, args.remote_sync, args.quiet});
@@ -95,7 +80,11 @@ int run_sweep(const SweepArgs& args) {
     {
       infra::PgOutbox outbox(stack.database_url(), run_id);
       infra::HttpRemote remote(stack.remote_url());
-      environment = describe_environment(run_id, stack, outbox, remote, warnings);
+      const auto env = evidence::describe_environment(run_id, outbox.info(), stack.database_url(),
+                                                      stack.embedded_database(), remote.health(),
+                                                      stack.remote_url(), stack.embedded_remote());
+      environment = env.to_json();
+      warnings = env.warnings;
     }
     if (!args.quiet) {
       std::cerr << "skewbench: sweep " << grid->id() << ": " << shard.size_of(grid->cell_count()) << " of "
@@ -118,13 +107,29 @@ int run_sweep(const SweepArgs& args) {
     for (const auto& w : warnings) std::cout << "warning: " << w << "\n";
     if (outcome.interrupted) return exit_code::kInterrupted;
     return outcome.errors > 0 ? exit_code::kInfrastructure : exit_code::kPass;
+  } catch (const scenario::ScenarioFileError& e) {
+    // Two axes together can still make a cell invalid (each value alone was checked).
+    std::cerr << "skewbench: invalid grid cell: " << e.what() << "\n";
+    return exit_code::kUsage;
   } catch (const std::exception& e) {
     std::cerr << "skewbench: infrastructure error: " << e.what() << "\n";
     return exit_code::kInfrastructure;
   }
 }
 
+static int merge_sweeps_or_throw(const MergeArgs& args);
+
 int merge_sweeps(const MergeArgs& args) {
+  try {
+    return merge_sweeps_or_throw(args);
+  } catch (const std::exception& e) {
+    // A malformed sweep.json or cells.jsonl: say which, never guess.
+    std::cerr << "skewbench: cannot merge: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+}
+
+static int merge_sweeps_or_throw(const MergeArgs& args) {
   std::vector<json> summaries;
   try {
     for (const auto& dir : args.shard_dirs) summaries.push_back(sweep::read_sweep_summary(dir));
@@ -148,8 +153,12 @@ int merge_sweeps(const MergeArgs& args) {
       std::cerr << "skewbench: " << where << " is a shard of a different grid or base scenario\n";
       return exit_code::kUsage;
     }
-    const auto index = s["shard"].is_object() ? s["shard"]["index"].get<std::uint64_t>() : 1;
-    const auto n = s["shard"].is_object() ? s["shard"]["count"].get<std::uint64_t>() : 1;
+    const auto index = s.at("shard").is_object() ? s["shard"].at("index").get<std::uint64_t>() : 1;
+    const auto n = s.at("shard").is_object() ? s["shard"].at("count").get<std::uint64_t>() : 1;
+    if (index < 1 || index > n) {
+      std::cerr << "skewbench: " << where << " names an impossible shard " << index << "/" << n << "\n";
+      return exit_code::kUsage;
+    }
     if (n != count) {
       std::cerr << "skewbench: " << where << " is shard " << index << "/" << n << ", but others are of " << count << "\n";
       return exit_code::kUsage;
@@ -223,10 +232,14 @@ int merge_sweeps(const MergeArgs& args) {
   }
   merged["merged_from"] = shards;
   merged["environment"] = first["environment"];
+  // The shards ran apart: the wall time is the slowest shard's, and a rate or
+  // a job count of the whole would be invented.
   merged["duration_s"] = duration;
+  merged["jobs"] = nullptr;
+  merged["cells_per_s"] = nullptr;
   write_file_atomically(out_dir / "sweep.json", merged.dump(2) + "\n");
   std::cout << "merged " << summaries.size() << " shards: " << writer.written() << " cells, core digest " << digest << "\n";
-  return exit_code::kPass;
+  return merged["errors"].get<std::uint64_t>() > 0 ? exit_code::kInfrastructure : exit_code::kPass;
 }
 
 }  // namespace skewbench::cli

@@ -8,7 +8,7 @@ const StateStyle& style_of(CellState state) {
   static constexpr StateStyle kNotRun{"not run", "", "", "", "no record in cells.jsonl (incomplete sweep or another shard)"};
   static constexpr StateStyle kSafe{"SAFE", "#009E73", "#00291E", "S", "exactly one effect"};
   static constexpr StateStyle kConflict{"CONFLICT", "#D55E00", "#2B1300", "C", "the effect happened twice"};
-  static constexpr StateStyle kHeld{"HELD", "#F0E442", "#3D3800", "H", "refused to decide (TIME_UNKNOWN), nothing sent"};
+  static constexpr StateStyle kHeld{"HELD", "#F0E442", "#3D3800", "H", "no duplicate; time refused (TIME_UNKNOWN), escalated, or effect unconfirmed"};
   static constexpr StateStyle kError{"ERROR", "#332288", "#FFFFFF", "E", "the harness failed; says nothing about safety"};
   switch (state) {
     case CellState::Safe: return kSafe;

@@ -87,12 +87,14 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
     const auto& policies = root.require_array("policies");
     if (policies.empty()) throw InputError("$.policies", "must list at least one policy");
     std::set<std::string> labels;
+    std::set<std::string> policy_names;
     for (std::size_t i = 0; i < policies.size(); ++i) {
       ObjectReader entry(policies[i], index_path("$.policies", i));
       PolicyEntry p;
       p.policy = entry.require_object("policy");
       policy::builtin_policies().make(p.policy, entry.child_path("policy"));  // validates
       p.label = entry.optional_string("label").value_or(p.policy["name"].get<std::string>());
+      policy_names.insert(p.policy["name"].get<std::string>());
       if (!labels.insert(p.label).second) {
         throw InputError(entry.path(), "policy label \"" + p.label + "\" is used twice; give each a distinct \"label\"");
       }
@@ -121,7 +123,12 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
       if (const auto* scope = a.optional("policies")) {
         if (!scope->is_array() || scope->empty()) throw InputError(a.child_path("policies"), "expected a non-empty array");
         for (std::size_t k = 0; k < scope->size(); ++k) {
-          axis.policies.push_back(expect_string((*scope)[k], index_path(a.child_path("policies"), k)));
+          const auto path = index_path(a.child_path("policies"), k);
+          auto name = expect_string((*scope)[k], path);
+          if (!policy_names.contains(name)) {
+            throw InputError(path, "no policy in $.policies is named \"" + name + "\"");
+          }
+          axis.policies.push_back(std::move(name));
         }
       }
       a.finish();
@@ -167,21 +174,28 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
     if (g.total_cells_ > kMaxCells) throw InputError("$.axes", "the grid has more than 10000000 cells");
   }
 
-  // Every policy with the first and the last value of every axis must make a
-  // valid scenario, so a bad pointer fails here and not halfway through.
+  // Every value of every axis, with the other axes at their first value, must
+  // make a valid scenario for every policy it applies to, so a wrong pointer
+  // or value fails here (exit 2) and not halfway through the sweep.
   for (std::size_t p = 0; p < g.policies_.size(); ++p) {
-    const auto count = (p + 1 < g.first_cell_of_policy_.size() ? g.first_cell_of_policy_[p + 1] : g.total_cells_) -
-                       g.first_cell_of_policy_[p];
-    for (const std::uint64_t offset : {std::uint64_t{0}, count - 1}) {
-      const auto c = g.cell(g.first_cell_of_policy_[p] + offset);
-      try {
-        scenario::parse_scenario(g.cell_document(c), "cell");
-      } catch (const scenario::ScenarioFileError& e) {
-        throw InputError(index_path("$.policies", p),
-                         "with axis values " + c.parameters.dump() + " the base scenario is invalid at " + e.json_path() +
-                             ": " + std::string(e.what()).substr(std::string(e.file()).size() + 2));
-      } catch (const InputError& e) {
-        throw InputError(index_path("$.policies", p), "an axis pointer does not fit the base scenario: " + e.message());
+    const auto& name = g.policies_[p].policy["name"].get_ref<const std::string&>();
+    Cell c = g.cell(g.first_cell_of_policy_[p]);
+    const json first = c.parameters;
+    for (std::size_t a = 0; a < g.axes_.size(); ++a) {
+      const auto& axis = g.axes_[a];
+      if (!axis.applies_to(name)) continue;
+      for (std::size_t v = 0; v < axis.values.size(); ++v) {
+        c.parameters = first;
+        c.parameters[axis.name] = axis.values[v];
+        try {
+          scenario::parse_scenario(g.cell_document(c), "cell");
+        } catch (const scenario::ScenarioFileError& e) {
+          throw InputError(index_path(index_path("$.axes", a) + ".values", v),
+                           "with policy \"" + g.policies_[p].label + "\" this value makes the base scenario invalid at " +
+                               e.json_path() + ": " + std::string(e.what()).substr(e.file().size() + 2));
+        } catch (const InputError& e) {
+          throw InputError(index_path("$.axes", a) + ".pointer", e.message());
+        }
       }
     }
   }
@@ -238,7 +252,8 @@ std::string Grid::identity_digest() const {
   json identity = {{"policies", json::array()}, {"axes", json::array()}};
   for (const auto& p : policies_) identity["policies"].push_back({p.label, p.policy["name"]});
   for (const auto& a : axes_) {
-    identity["axes"].push_back({{"name", a.name}, {"values", a.values}, {"policies", a.policies}});
+    identity["axes"].push_back(
+        {{"name", a.name}, {"pointer", a.pointer}, {"values", a.values}, {"policies", a.policies}});
   }
   return json_digest(identity);
 }

@@ -74,7 +74,7 @@ class Grid {
   scenario::Scenario cell_scenario(const Cell& cell) const;
 
   // SHA-256 over what makes two sweeps cell-by-cell comparable: the policy
-  // labels and names, and the axes (names, values, scope).
+  // labels and names, and the axes (names, pointers, values, scope).
   std::string identity_digest() const;
 
  private:

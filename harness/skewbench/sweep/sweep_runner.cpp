@@ -1,6 +1,8 @@
 #include "sweep/sweep_runner.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -63,7 +65,20 @@ class Progress {
 // record per worker.
 class ReorderBuffer {
  public:
-  ReorderBuffer(CellWriter& writer, Progress& progress) : writer_(writer), progress_(progress) {}
+  ReorderBuffer(CellWriter& writer, Progress& progress, std::uint64_t window)
+      : writer_(writer), progress_(progress), window_(window) {}
+
+  // Blocks a worker that wants cell k while k is more than `window` cells
+  // ahead of the writer, so a stalled cell cannot make the buffer grow
+  // without bound. Returns false when the sweep is stopping.
+  bool wait_for_room(std::uint64_t k, const std::atomic<bool>& stop) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (k >= next_ + window_) {
+      if (stop.load()) return false;
+      room_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    return true;
+  }
 
   void push(std::uint64_t k, json record) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -74,12 +89,15 @@ class ReorderBuffer {
       ++next_;
       progress_.update(next_);
     }
+    room_.notify_all();
   }
 
  private:
   std::mutex mutex_;
+  std::condition_variable room_;
   CellWriter& writer_;
   Progress& progress_;
+  std::uint64_t window_;
   std::map<std::uint64_t, json> pending_;
   std::uint64_t next_ = 0;
 };
@@ -137,7 +155,8 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
   std::filesystem::create_directories(out_dir);
   CellWriter writer((out_dir / "cells.jsonl").string());
   Progress progress(outcome.cells_planned, settings.progress);
-  ReorderBuffer buffer(writer, progress);
+  const unsigned jobs = std::max(1u, settings.jobs);
+  ReorderBuffer buffer(writer, progress, 4ull * jobs);
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> stop{false};
   const auto started = Clock::now();
@@ -167,6 +186,7 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
       }
       const auto k = next.fetch_add(1);
       if (k >= outcome.cells_planned) return;
+      if (!buffer.wait_for_room(k, stop)) return;
       const auto cell = grid.cell(settings.shard.cell_at(k));
       const auto cell_started = Clock::now();
       json record;
@@ -182,7 +202,6 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
     }
   };
 
-  const unsigned jobs = std::max(1u, settings.jobs);
   std::vector<std::thread> threads;
   std::exception_ptr failure;
   std::mutex failure_mutex;
