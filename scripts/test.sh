@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 skewbench_install_packages --with-test-tools
 BUILD_DIR="${SKEWBENCH_BUILD_DIR:-$SKEWBENCH_ROOT/build}"
 if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^SKEWBENCH_BUILD_TESTS:BOOL=ON' "$BUILD_DIR/CMakeCache.txt"; then
-  cmake -S "$SKEWBENCH_ROOT" -B "$BUILD_DIR" -DSKEWBENCH_BUILD_TESTS=ON >/dev/null
+  cmake -S "$SKEWBENCH_ROOT" -B "$BUILD_DIR" -DSKEWBENCH_BUILD_TESTS=ON >/dev/null || exit 3
 fi
 skewbench_build "$BUILD_DIR"
 cd "$BUILD_DIR"

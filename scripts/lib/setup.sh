@@ -2,7 +2,8 @@
 #
 #   skewbench_install_packages [--with-test-tools]
 #       installs the Debian/Ubuntu packages that are missing (nothing when all are
-#       present); without root or sudo prints the exact command and exits 2.
+#       present); without root or sudo prints the exact command and exits 2; an
+#       apt failure exits 3.
 #   skewbench_build BUILD_DIR [cmake -D options...]
 #       configures once, then builds incrementally in Release.
 
@@ -23,8 +24,9 @@ SKEWBENCH_BUILD_PACKAGES=(
 # render the sweep report.
 # Each is checked by its command, since node and npm may come from elsewhere.
 SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "npm:nodejs npm" "chromium:chromium")
-# libpng decodes Chromium's screenshots in the report rendering test.
-SKEWBENCH_TEST_PACKAGES=(libpng-dev)
+# libpng decodes Chromium's screenshots in the report rendering test; the
+# compose checks read the resolved compose file with Python's yaml module.
+SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml)
 
 skewbench_os_codename() {
   . /etc/os-release
@@ -73,6 +75,11 @@ skewbench_install_packages() {
   if [[ $with_tests -eq 1 ]]; then
     local tool
     for tool in "${SKEWBENCH_TEST_TOOLS[@]}"; do
+      # Ubuntu packages Chromium only as a snap: there the rendering test skips.
+      if [[ "${tool%%:*}" == chromium && "$(skewbench_os_codename)" == ubuntu:* ]]; then
+        command -v chromium >/dev/null || skewbench_log "Ubuntu has no chromium deb; the report rendering test will skip"
+        continue
+      fi
       if ! command -v "${tool%%:*}" >/dev/null; then
         local -a tool_packages
         read -r -a tool_packages <<<"${tool#*:}"
@@ -115,9 +122,10 @@ skewbench_install_packages() {
       skewbench_as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
   fi
   skewbench_log "installing: ${missing[*]:-} $([[ $need_catch2 -eq 1 ]] && echo catch2)"
-  skewbench_as_root apt-get update -qq
+  skewbench_as_root apt-get update -qq || { skewbench_log "apt-get update failed"; exit 3; }
   if [[ ${#missing[@]} -gt 0 ]]; then
-    skewbench_as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    skewbench_as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+      { skewbench_log "apt-get install failed: ${missing[*]}"; exit 3; }
   fi
   if [[ $need_catch2 -eq 1 ]]; then
     if [[ $backports -eq 1 ]]; then
@@ -142,7 +150,14 @@ skewbench_build() {
     local tests=OFF
     skewbench_catch2_is_3 && tests=ON
     skewbench_log "configuring $build_dir (Release, tests $tests)"
-    cmake -S "$SKEWBENCH_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSKEWBENCH_BUILD_TESTS="$tests" >/dev/null
+    mkdir -p "$build_dir"
+    if ! cmake -S "$SKEWBENCH_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSKEWBENCH_BUILD_TESTS="$tests" \
+      >"$build_dir/last-configure.log" 2>&1; then
+      tail -n 40 "$build_dir/last-configure.log" >&2
+      rm -f "$build_dir/CMakeCache.txt"  # configure again next time
+      skewbench_log "configure failed; full log: $build_dir/last-configure.log"
+      exit 3
+    fi
   fi
   local targets=()
   local t
