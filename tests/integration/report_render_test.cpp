@@ -6,6 +6,7 @@
 // swatch is 14 px, so swatches alone can never pass. Skipped when Chromium is
 // not installed.
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <sstream>

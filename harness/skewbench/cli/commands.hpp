@@ -8,21 +8,25 @@
 #include <string>
 #include <vector>
 
+#include "runner/stack.hpp"
+
 namespace skewbench::cli {
 
 // Set by SIGINT/SIGTERM; long-running commands check it between steps.
 std::atomic<bool>& interrupted_flag();
 void install_signal_handlers();
 
+// Where the services are (URLs), or how to start them; shared by run and sweep.
+using ServiceArgs = runner::StackOptions;
+
+// Checks --remote-url before anything starts; prints why and returns false.
+bool remote_url_is_usable(const ServiceArgs& services);
+
 struct RunArgs {
   std::vector<std::string> paths;
   std::string out_dir;
-  std::optional<std::string> database_url;
-  std::optional<std::string> remote_url;
-  std::optional<std::string> remote_effect_binary;
-  std::string remote_sync = "full";
+  ServiceArgs services;
   bool overwrite = false;
-  bool quiet = false;
 };
 int run_scenarios(const RunArgs& args);
 
@@ -33,12 +37,8 @@ struct SweepArgs {
   std::string out_dir;
   int jobs = 0;  // 0 = the number of cores
   std::string shard = "1/1";
-  std::optional<std::string> database_url;
-  std::optional<std::string> remote_url;
-  std::optional<std::string> remote_effect_binary;
-  std::string remote_sync = "full";
+  ServiceArgs services;
   bool overwrite = false;
-  bool quiet = false;
 };
 int run_sweep(const SweepArgs& args);
 

@@ -10,6 +10,23 @@
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
 
+namespace {
+
+// The options run and sweep share: where the services are, or how to start them.
+void add_service_options(CLI::App* command, skewbench::cli::ServiceArgs& services) {
+  command->add_option("--database-url", services.database_url,
+                      "PostgreSQL connection URL; without it a throwaway cluster is started");
+  command->add_option("--remote-url", services.remote_url,
+                      "remote-effect base URL (http://HOST:PORT); without it the service is started");
+  command->add_option("--remote-effect-bin", services.remote_effect_binary,
+                      "remote-effect executable to start (default: next to skewbench, then PATH)");
+  command->add_option("--remote-sync", services.remote_sync, "SQLite synchronous mode of a started remote-effect")
+      ->check(CLI::IsMember({"full", "normal"}));
+  command->add_flag("--quiet,-q", services.quiet, "no progress on stderr");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace skewbench;
   CLI::App app{"skewbench: whose clock decides idempotency-key expiry? Scenarios as data, evidence as JSON."};
@@ -21,16 +38,8 @@ int main(int argc, char** argv) {
   auto* run_cmd = app.add_subcommand("run", "run scenario files against PostgreSQL and remote-effect");
   run_cmd->add_option("paths", run.paths, "scenario files or directories of them (default: scenarios/)");
   run_cmd->add_option("--out", run.out_dir, "directory for the evidence (created if missing)")->required();
-  run_cmd->add_option("--database-url", run.database_url,
-                      "PostgreSQL connection URL; without it a throwaway cluster is started");
-  run_cmd->add_option("--remote-url", run.remote_url,
-                      "remote-effect base URL (http://HOST:PORT); without it the service is started");
-  run_cmd->add_option("--remote-effect-bin", run.remote_effect_binary,
-                      "remote-effect executable to start (default: next to skewbench, then PATH)");
-  run_cmd->add_option("--remote-sync", run.remote_sync, "SQLite synchronous mode of a started remote-effect")
-      ->check(CLI::IsMember({"full", "normal"}));
+  add_service_options(run_cmd, run.services);
   run_cmd->add_flag("--overwrite", run.overwrite, "write into an --out directory that already holds evidence");
-  run_cmd->add_flag("--quiet,-q", run.quiet, "no progress lines on stderr");
 
   std::vector<std::string> validate_paths;
   auto* validate_cmd = app.add_subcommand("validate", "check scenario files without running them");
@@ -43,15 +52,8 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--jobs,-j", sweep.jobs, "parallel workers, at most 32 (default: the number of cores)")
       ->check(CLI::Range(0, 32));
   sweep_cmd->add_option("--shard", sweep.shard, "run only slice I of N (cells with index % N == I-1), e.g. 1/2");
-  sweep_cmd->add_option("--database-url", sweep.database_url,
-                        "PostgreSQL connection URL; without it a throwaway cluster is started");
-  sweep_cmd->add_option("--remote-url", sweep.remote_url,
-                        "remote-effect base URL (http://HOST:PORT); without it the service is started");
-  sweep_cmd->add_option("--remote-effect-bin", sweep.remote_effect_binary, "remote-effect executable to start");
-  sweep_cmd->add_option("--remote-sync", sweep.remote_sync, "SQLite synchronous mode of a started remote-effect")
-      ->check(CLI::IsMember({"full", "normal"}));
+  add_service_options(sweep_cmd, sweep.services);
   sweep_cmd->add_flag("--overwrite", sweep.overwrite, "write into an --out directory that already holds a sweep");
-  sweep_cmd->add_flag("--quiet,-q", sweep.quiet, "no progress on stderr");
 
   cli::MergeArgs merge;
   auto* merge_cmd = app.add_subcommand("merge", "combine the shards of one sweep into the whole sweep");

@@ -64,6 +64,17 @@ void install_signal_handlers() {
   std::signal(SIGPIPE, SIG_IGN);
 }
 
+bool remote_url_is_usable(const ServiceArgs& services) {
+  if (!services.remote_url) return true;
+  try {
+    infra::parse_http_url(*services.remote_url);
+    return true;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "skewbench: --remote-url: " << e.what() << "\n";
+    return false;
+  }
+}
+
 int validate_scenarios(const std::vector<std::string>& paths) {
   try {
     const auto scenarios = load_all(paths);
@@ -89,13 +100,8 @@ int run_scenarios(const RunArgs& args) {
               << " already holds a run's evidence; choose another --out or pass --overwrite\n";
     return exit_code::kUsage;
   }
-  if (args.remote_url) {
-    try {
-      infra::parse_http_url(*args.remote_url);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "skewbench: --remote-url: " << e.what() << "\n";
-      return exit_code::kUsage;
-    }
+  if (!remote_url_is_usable(args.services)) return exit_code::kUsage;
+  if (args.services.remote_url) {
     for (const auto& s : scenarios) {
       if (s.needs_remote_control()) {
         std::cerr << "skewbench: " << s.source
@@ -114,7 +120,7 @@ int run_scenarios(const RunArgs& args) {
 
   std::optional<std::string> infrastructure_error;
   try {
-    runner::Stack stack({args.database_url, args.remote_url, args.remote_effect_binary, args.remote_sync, args.quiet});
+    runner::Stack stack(args.services);
     infra::PgOutbox outbox(stack.database_url(), env.run_id);
     infra::HttpRemote remote(stack.remote_url());
     const auto started_at = env.started_at_utc;
@@ -125,7 +131,7 @@ int run_scenarios(const RunArgs& args) {
     runner::ScenarioRunner scenario_runner(remote, outbox,
                                            {env.run_id, stack.remote_control(), &interrupted_flag(), true});
     for (const auto& s : scenarios) {
-      if (!args.quiet) std::cerr << "skewbench: running " << s.id << "\n";
+      if (!args.services.quiet) std::cerr << "skewbench: running " << s.id << "\n";
       results.push_back(scenario_runner.run(s));
     }
   } catch (const Interrupted&) {

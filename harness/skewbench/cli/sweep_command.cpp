@@ -59,21 +59,14 @@ int run_sweep(const SweepArgs& args) {
     std::cerr << "skewbench: " << out_dir.string() << " already holds a sweep; choose another --out or pass --overwrite\n";
     return exit_code::kUsage;
   }
-  if (args.remote_url) {
-    try {
-      infra::parse_http_url(*args.remote_url);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "skewbench: --remote-url: " << e.what() << "\n";
-      return exit_code::kUsage;
-    }
-  }
+  if (!remote_url_is_usable(args.services)) return exit_code::kUsage;
   // Each job holds one PostgreSQL connection and one remote-effect worker
   // thread; the started services are sized for kMaxJobs.
   const unsigned jobs = args.jobs > 0 ? static_cast<unsigned>(args.jobs)
                                       : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
 
   try {
-    runner::Stack stack({args.database_url, args.remote_url, args.remote_effect_binary, args.remote_sync, args.quiet});
+    runner::Stack stack(args.services);
     const auto run_id = runner::new_run_id();
     std::vector<std::string> warnings;
     json environment;
@@ -86,12 +79,12 @@ int run_sweep(const SweepArgs& args) {
       environment = env.to_json();
       warnings = env.warnings;
     }
-    if (!args.quiet) {
+    if (!args.services.quiet) {
       std::cerr << "skewbench: sweep " << grid->id() << ": " << shard.size_of(grid->cell_count()) << " of "
                 << grid->cell_count() << " cells, " << jobs << " jobs\n";
     }
     sweep::SweepSettings settings{stack.database_url(), stack.remote_url(), nullptr,   run_id,
-                                  jobs,                 shard,              !args.quiet, &interrupted_flag()};
+                                  jobs,                 shard,              !args.services.quiet, &interrupted_flag()};
     const auto outcome = sweep::run_cells(*grid, settings, out_dir);
     environment["finished_at_utc"] = evidence::utc_now_iso8601();
     const auto summary = sweep::sweep_summary(*grid, shard, outcome, environment, warnings, jobs);

@@ -1,6 +1,7 @@
 #include "runner/runner.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <random>
 
 #include "common/errors.hpp"
