@@ -14,12 +14,15 @@
 // Real time is read here only to measure; no decision depends on it.
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <httplib.h>
@@ -248,15 +251,22 @@ void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
 void bench_rss(const std::string& skewbench_bin, const std::string& base_scenario, const runner::Stack& stack,
                const std::vector<long>& cell_counts) {
   std::printf("\npeak RSS of skewbench sweep (2 jobs)\n  %10s %12s %10s\n", "cells", "peak_rss_MiB", "seconds");
+  std::fflush(stdout);
   for (const long n : cell_counts) {
     TempDir dir("skewbench-bench-rss");
+    // Two axes (100 offsets x n/100 TTLs), so the grid's own definition stays
+    // small and the figure shows what running more cells costs.
+    const long ttls = std::max(1L, n / 100);
     const json grid = {{"id", "rss-" + std::to_string(n)},
-                       {"description", "bench: one axis with n values"},
+                       {"description", "bench: 100 clock offsets x n/100 TTLs"},
                        {"base_scenario", base_scenario},
                        {"policies", json::array({{{"policy", {{"name", "node_local"}}}}})},
                        {"axes", json::array({{{"name", "node_b_offset_s"},
                                               {"pointer", "/nodes/1/clock_offset_s"},
-                                              {"range", {{"from", 0}, {"to", n - 1}, {"step", 1}}}}})}};
+                                              {"range", {{"from", -50}, {"to", 49}, {"step", 1}}}},
+                                             {{"name", "ttl_s"},
+                                              {"pointer", "/ttl_s"},
+                                              {"range", {{"from", 1}, {"to", ttls}, {"step", 1}}}}})}};
     const auto grid_path = dir.path() / "grid.json";
     write_file_atomically(grid_path, grid.dump());
     const auto t = Clock::now();
