@@ -53,6 +53,7 @@ struct CompareArgs {
   std::string base;
   std::string candidate;
   std::string format = "text";
+  std::size_t limit = 500;  // changed rows shown; 0 = all
 };
 int compare_results(const CompareArgs& args);
 

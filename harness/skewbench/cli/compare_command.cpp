@@ -23,8 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kMaxRowsShown = 500;
-
 class CannotCompare : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -56,7 +54,8 @@ std::string text(const json& v) {
 // Collects rows and totals, then prints them as text or Markdown.
 class Report {
  public:
-  explicit Report(bool markdown) : markdown_(markdown) {}
+  // Shows at most `limit` changed rows (0: all of them); the count is always complete.
+  Report(bool markdown, std::size_t limit) : markdown_(markdown), limit_(limit) {}
 
   void change(const std::string& key, const json& base, const json& candidate) {
     ++changed_;
@@ -65,7 +64,7 @@ class Report {
     const bool regression = candidate.is_object() && candidate.at("verdict") == "CONFLICT" &&
                             (!base.is_object() || base.at("verdict") != "CONFLICT");
     if (regression) ++regressions_;
-    if (rows_.size() >= kMaxRowsShown) return;
+    if (limit_ != 0 && rows_.size() >= limit_) return;
     auto side = [](const json& r, const char* field) { return r.is_object() ? text(r[field]) : std::string("(absent)"); };
     rows_.push_back({key, side(base, "verdict") + " -> " + side(candidate, "verdict"),
                      side(base, "decision") + " -> " + side(candidate, "decision"),
@@ -136,6 +135,7 @@ class Report {
   }
 
   bool markdown_;
+  std::size_t limit_;
   std::vector<std::array<std::string, 5>> rows_;
   std::map<std::string, std::pair<std::map<std::string, std::uint64_t>, std::map<std::string, std::uint64_t>>> totals_;
   std::uint64_t changed_ = 0;
@@ -211,7 +211,7 @@ int compare_results(const CompareArgs& args) {
     const auto base_kind = kind_of(args.base);
     const auto cand_kind = kind_of(args.candidate);
     if (base_kind != cand_kind) throw CannotCompare("one directory is a run and the other a sweep");
-    Report report(args.format == "markdown");
+    Report report(args.format == "markdown", args.limit);
     return base_kind == Kind::Run ? compare_runs(args.base, args.candidate, report)
                                   : compare_sweeps(args.base, args.candidate, report);
   } catch (const CannotCompare& e) {

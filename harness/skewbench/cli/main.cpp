@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("base", compare.base, "the base run or sweep directory")->required();
   compare_cmd->add_option("candidate", compare.candidate, "the candidate run or sweep directory")->required();
   compare_cmd->add_option("--format", compare.format, "text or markdown")->check(CLI::IsMember({"text", "markdown"}));
+  compare_cmd->add_option("--limit", compare.limit, "show at most this many changed rows (default 500; 0 = all)");
 
   cli::ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "draw a sweep as report.html and one SVG heat map per policy and map");
