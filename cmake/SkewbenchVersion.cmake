@@ -1,38 +1,21 @@
 # Records the harness version, the git commit and the build type in a generated
-# header, so every artifact can say exactly which build produced it.
+# header, <skewbench/build_info.hpp>, so every artifact can say exactly which
+# build produced it. The header is refreshed at every build (not only at
+# configure time) by cmake/WriteBuildInfo.cmake, through the target
+# skewbench_build_info; it changes, and dependents recompile, only when the
+# commit or the dirty state does.
 find_package(Git QUIET)
-set(SKEWBENCH_GIT_COMMIT "unknown")
-if(GIT_FOUND AND EXISTS "${PROJECT_SOURCE_DIR}/.git")
-  execute_process(
-    COMMAND "${GIT_EXECUTABLE}" rev-parse HEAD
-    WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
-    OUTPUT_VARIABLE SKEWBENCH_GIT_COMMIT
-    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  execute_process(
-    COMMAND "${GIT_EXECUTABLE}" status --porcelain --untracked-files=no
-    WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
-    OUTPUT_VARIABLE SKEWBENCH_GIT_DIRTY
-    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(SKEWBENCH_GIT_DIRTY)
-    string(APPEND SKEWBENCH_GIT_COMMIT "-dirty")
-  endif()
-endif()
-# A commit given from outside (CI, a container build without .git) wins.
-if(DEFINED ENV{SKEWBENCH_GIT_COMMIT} AND NOT "$ENV{SKEWBENCH_GIT_COMMIT}" STREQUAL "")
-  set(SKEWBENCH_GIT_COMMIT "$ENV{SKEWBENCH_GIT_COMMIT}")
-endif()
-if(SKEWBENCH_GIT_COMMIT STREQUAL "")
-  set(SKEWBENCH_GIT_COMMIT "unknown")
-endif()
-# Re-run configure when HEAD moves, so the recorded commit stays true.
-if(EXISTS "${PROJECT_SOURCE_DIR}/.git/HEAD")
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/.git/HEAD")
-  file(READ "${PROJECT_SOURCE_DIR}/.git/HEAD" _skewbench_head)
-  if(_skewbench_head MATCHES "^ref: ([^\n]+)")
-    if(EXISTS "${PROJECT_SOURCE_DIR}/.git/${CMAKE_MATCH_1}")
-      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/.git/${CMAKE_MATCH_1}")
-    endif()
-  endif()
-endif()
-configure_file("${PROJECT_SOURCE_DIR}/harness/common/build_info.hpp.in"
-               "${PROJECT_BINARY_DIR}/generated/skewbench/build_info.hpp" @ONLY)
+set(SKEWBENCH_BUILD_INFO_HEADER "${PROJECT_BINARY_DIR}/generated/skewbench/build_info.hpp")
+set(_skewbench_build_info_args
+  -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+  -DOUTPUT=${SKEWBENCH_BUILD_INFO_HEADER}
+  -DTEMPLATE=${PROJECT_SOURCE_DIR}/harness/common/build_info.hpp.in
+  -DPROJECT_VERSION=${PROJECT_VERSION}
+  -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
+  -DGIT_EXECUTABLE=${GIT_EXECUTABLE})
+# Once now, so the header exists before the first build.
+execute_process(COMMAND "${CMAKE_COMMAND}" ${_skewbench_build_info_args} -P "${PROJECT_SOURCE_DIR}/cmake/WriteBuildInfo.cmake")
+add_custom_target(skewbench_build_info
+  COMMAND "${CMAKE_COMMAND}" ${_skewbench_build_info_args} -P "${PROJECT_SOURCE_DIR}/cmake/WriteBuildInfo.cmake"
+  BYPRODUCTS "${SKEWBENCH_BUILD_INFO_HEADER}"
+  COMMENT "Recording the git commit in build_info.hpp")
