@@ -1,6 +1,8 @@
 // skewbench run against a real PostgreSQL cluster and a real remote-effect
 // process: the #018 reproduction, digests, exit codes, isolation of runs.
 
+#include <algorithm>
+#include <csignal>
 #include <thread>
 
 #include <catch2/catch_test_macros.hpp>
@@ -231,4 +233,61 @@ TEST_CASE("a remote restart between the lost acknowledgement and recovery keeps 
   const auto r = run_skewbench({"run", (dir.path() / "restart.json").string(), "--out", (dir.path() / "out").string(), "-q"});
   INFO(r.output);
   CHECK(r.exit_code == 0);
+}
+
+namespace {
+
+// Processes whose command line mentions `needle` (e.g. a cluster's directory).
+int processes_mentioning(const std::string& needle) {
+  int found = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline;
+    try {
+      cmdline = read_file(entry.path() / "cmdline");
+    } catch (const std::exception&) {
+      continue;  // the process ended while we looked
+    }
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) ++found;
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("a throwaway cluster does not outlive a skewbench killed with SIGKILL") {
+  TempDir tmp("skewbench-kill");
+  fs::permissions(tmp.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);  // the postgres user enters it
+  Subprocess::Options options;
+  options.env["TMPDIR"] = tmp.path().string();
+  options.stderr_path = (tmp.path() / "stderr.log").string();
+  const auto out = tmp.path() / "out";
+  Subprocess sweep({SKEWBENCH_CLI_BIN, "sweep", source_path("scenarios/sweeps/018-offset-by-epsilon.json"), "--out",
+                    out.string(), "-q"},
+                   options);
+  // Wait until cells are being written: the cluster is up and in use.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    if (fs::exists(out / "cells.jsonl", ec) && fs::file_size(out / "cells.jsonl", ec) > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(processes_mentioning(tmp.path().string() + "/skewbench-pg") > 0);
+  sweep.send_signal(SIGKILL);
+  sweep.wait_for_exit(std::chrono::seconds(10));
+
+  const auto cleanup_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (processes_mentioning(tmp.path().string() + "/skewbench-pg") > 0 &&
+         std::chrono::steady_clock::now() < cleanup_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(processes_mentioning(tmp.path().string() + "/skewbench-pg") == 0);
+  bool cluster_dir_left = false;
+  for (const auto& entry : fs::directory_iterator(tmp.path())) {
+    cluster_dir_left = cluster_dir_left || entry.path().filename().string().rfind("skewbench-pg", 0) == 0;
+  }
+  CHECK_FALSE(cluster_dir_left);
 }

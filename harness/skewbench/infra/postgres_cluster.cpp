@@ -5,6 +5,8 @@
 #include <regex>
 #include <vector>
 
+#include <csignal>
+
 #include <pwd.h>
 #include <unistd.h>
 
@@ -99,6 +101,24 @@ PostgresCluster::PostgresCluster(std::optional<fs::path> bindir)
     }
     throw InfrastructureError("pg_ctl start failed:\n" + last_output + log);
   }
+  start_watchdog();
+}
+
+void PostgresCluster::start_watchdog() {
+  std::string stop_command;
+  for (const auto& arg : as_postgres({(bindir_ / "pg_ctl").string(), "-D", (dir_.path() / "data").string(), "-m",
+                                      "immediate", "-w", "stop"})) {
+    stop_command += "'" + arg + "' ";
+  }
+  // $0 is the cluster's directory. USR1: we stopped the server ourselves.
+  const std::string script = "cleanup() { " + stop_command + ">/dev/null 2>&1; rm -rf \"$0\"; exit 0; }; " +
+                             "trap cleanup TERM; trap 'exit 0' USR1; while :; do sleep 1 & wait $!; done";
+  try {
+    watchdog_ = std::make_unique<Subprocess>(std::vector<std::string>{"sh", "-c", script, dir_.path().string()},
+                                             Subprocess::Options{});
+  } catch (const std::exception&) {
+    // Without a watchdog the cluster is still stopped by the destructor.
+  }
 }
 
 PostgresCluster::~PostgresCluster() { stop(); }
@@ -113,6 +133,12 @@ std::vector<std::string> PostgresCluster::as_postgres(std::vector<std::string> a
 void PostgresCluster::stop() {
   if (!running_) return;
   running_ = false;
+  if (watchdog_) {
+    // We stop the server ourselves: the watchdog leaves without acting.
+    watchdog_->send_signal(SIGUSR1);
+    watchdog_->wait_for_exit(std::chrono::milliseconds(2000));
+    watchdog_.reset();
+  }
   try {
     run_command(as_postgres(
         {(bindir_ / "pg_ctl").string(), "-D", (dir_.path() / "data").string(), "-m", "fast", "-w", "stop"}));

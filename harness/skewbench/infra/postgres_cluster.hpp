@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/files.hpp"
+#include "common/subprocess.hpp"
 
 namespace skewbench::infra {
 
@@ -36,11 +37,16 @@ class PostgresCluster {
  private:
   std::vector<std::string> as_postgres(std::vector<std::string> argv) const;
 
+  void start_watchdog();
+
   std::filesystem::path bindir_;
   TempDir dir_;
   int port_ = 0;
   bool running_ = false;
   bool as_root_ = false;
+  // A shell that stops the server and removes its directory if skewbench dies
+  // without cleaning up (SIGKILL): it gets SIGTERM when its parent exits.
+  std::unique_ptr<Subprocess> watchdog_;
 };
 
 }  // namespace skewbench::infra
