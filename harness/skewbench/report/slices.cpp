@@ -33,6 +33,7 @@ AxisInfo read_axis(const json& value, const std::string& path) {
   ObjectReader r(value, path);
   AxisInfo a;
   a.name = r.require_string("name");
+  a.pointer = r.optional_string("pointer").value_or("");
   const auto& values = r.require_array("values");
   if (values.empty()) throw InputError(r.child_path("values"), "expected at least one value");
   a.values.assign(values.begin(), values.end());
@@ -127,10 +128,6 @@ std::string value_text(const json& value) {
   if (value.is_null()) return "n/a";
   if (value.is_string()) return value.get<std::string>();
   return value.dump();
-}
-
-bool AxisInfo::applies_to(const std::string& policy_name) const {
-  return policies.empty() || std::find(policies.begin(), policies.end(), policy_name) != policies.end();
 }
 
 const AxisInfo& SweepInfo::axis(const std::string& name) const {

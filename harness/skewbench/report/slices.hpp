@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/markup.hpp"
+#include "sweep/grid.hpp"
 
 namespace skewbench::report {
 
@@ -26,13 +27,10 @@ class ReportInputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct AxisInfo {
-  std::string name;
-  std::vector<nlohmann::json> values;
-  std::vector<std::string> policies;  // policy names it applies to; empty = all
-
-  bool applies_to(const std::string& policy_name) const;
-};
+// The grid's own types, as sweep.json records them.
+using AxisInfo = sweep::Axis;
+using MapInfo = sweep::HeatMap;
+using MarkInfo = sweep::Mark;
 
 struct PolicyInfo {
   std::string label;
@@ -41,16 +39,6 @@ struct PolicyInfo {
   nlohmann::json defaults;  // axis name -> value the axis takes when not swept, or null
 };
 
-struct MapInfo {
-  std::string x;
-  std::string y;
-};
-
-struct MarkInfo {
-  std::string label;
-  std::string policy;  // a policy label
-  nlohmann::json at;   // axis name -> value
-};
 
 // What the report uses from sweep.json.
 struct SweepInfo {
