@@ -25,13 +25,13 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <httplib.h>
-#include <nlohmann/json.hpp>
-#include <skewbench/build_info.hpp>
 #include <sqlite3.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <skewbench/build_info.hpp>
 
 #include "common/files.hpp"
 #include "remote_effect/launcher.hpp"
@@ -72,12 +72,9 @@ struct FloorRun {
   double commits_per_s() const { return seconds > 0 ? commits / seconds : 0.0; }
 };
 
-double micros(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-ServiceRun drive_service(const std::string& base_url, const std::string& sync, int clients,
-                         int requests_per_client) {
+ServiceRun drive_service(const std::string& base_url, const std::string& sync, int clients, int requests_per_client) {
   ServiceRun run;
   run.sync = sync;
   run.clients = clients;
@@ -101,8 +98,8 @@ ServiceRun drive_service(const std::string& base_url, const std::string& sync, i
       start.arrive_and_wait();
       begun[slot] = Clock::now();
       for (int i = 0; i < requests_per_client; ++i) {
-        const std::string id = "bench-" + sync + "-" + std::to_string(clients) + "-" +
-                               std::to_string(c) + "-" + std::to_string(i);
+        const std::string id =
+            "bench-" + sync + "-" + std::to_string(clients) + "-" + std::to_string(c) + "-" + std::to_string(i);
         const httplib::Headers headers = {{"X-Operation-Id", id},
                                           {"Idempotency-Key", id},
                                           {"X-Logical-Time", std::to_string(i)},
@@ -126,8 +123,7 @@ ServiceRun drive_service(const std::string& base_url, const std::string& sync, i
   run.seconds = std::chrono::duration<double>(last - first).count();
   for (std::size_t c = 0; c < per_thread.size(); ++c) {
     run.errors += errors[c];
-    run.latency.samples_us.insert(run.latency.samples_us.end(), per_thread[c].begin(),
-                                  per_thread[c].end());
+    run.latency.samples_us.insert(run.latency.samples_us.end(), per_thread[c].begin(), per_thread[c].end());
   }
   return run;
 }
@@ -157,8 +153,7 @@ FloorRun measure_floor(const std::filesystem::path& path, const std::string& syn
     sqlite_exec(db,
                 "CREATE TABLE IF NOT EXISTS floor (id INTEGER PRIMARY KEY AUTOINCREMENT,"
                 " k TEXT NOT NULL, t INTEGER NOT NULL)");
-    if (sqlite3_prepare_v2(db, "INSERT INTO floor(k, t) VALUES (?1, ?2)", -1, &insert, nullptr) !=
-        SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "INSERT INTO floor(k, t) VALUES (?1, ?2)", -1, &insert, nullptr) != SQLITE_OK) {
       throw std::runtime_error(sqlite3_errmsg(db));
     }
     const auto start = Clock::now();
@@ -237,8 +232,7 @@ std::vector<int> parse_clients(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Throughput and latency of remote-effect POST /effects, with the SQLite floor",
-               "bench_remote_effect"};
+  CLI::App app{"Throughput and latency of remote-effect POST /effects, with the SQLite floor", "bench_remote_effect"};
   std::string binary = SKEWBENCH_REMOTE_EFFECT_BIN;
   int requests_per_client = 1000;
   std::string clients_text = "1,2,8";
@@ -291,8 +285,7 @@ int main(int argc, char** argv) {
         service_runs.push_back(drive_service(service.base_url(), sync, n, requests_per_client));
       }
       if (const int code = service.stop(); code != 0) {
-        throw std::runtime_error("remote-effect (--sync " + sync + ") exited with code " +
-                                 std::to_string(code));
+        throw std::runtime_error("remote-effect (--sync " + sync + ") exited with code " + std::to_string(code));
       }
     }
 
@@ -335,8 +328,8 @@ int main(int argc, char** argv) {
                     {"floor_commits", floor_commits}};
 
     if (as_json) {
-      json out = {{"context", context}, {"service", json::array()}, {"sqlite_floor", json::array()},
-                  {"warnings", warnings}};
+      json out = {
+          {"context", context}, {"service", json::array()}, {"sqlite_floor", json::array()}, {"warnings", warnings}};
       for (const auto& run : service_runs) {
         out["service"].push_back({{"sync", run.sync},
                                   {"clients", run.clients},
@@ -367,30 +360,29 @@ int main(int argc, char** argv) {
     }
 
     for (const auto& warning : warnings) std::cout << "***WARNING*** " << warning << "\n";
-    std::printf("remote-effect POST /effects  (harness %s, commit %s, %s; SQLite %s; "
-                "cpp-httplib %s; %u CPUs; state on %s)\n",
-                skewbench::build_info::kVersion, skewbench::build_info::kGitCommit,
-                skewbench::build_info::kBuildType, sqlite3_libversion(), CPPHTTPLIB_VERSION,
-                std::thread::hardware_concurrency(), fs_type.c_str());
-    std::printf("%-7s %7s %9s %7s %10s %9s %9s\n", "sync", "clients", "requests", "errors",
-                "req/s", "p50_us", "p99_us");
+    std::printf(
+        "remote-effect POST /effects  (harness %s, commit %s, %s; SQLite %s; "
+        "cpp-httplib %s; %u CPUs; state on %s)\n",
+        skewbench::build_info::kVersion, skewbench::build_info::kGitCommit, skewbench::build_info::kBuildType,
+        sqlite3_libversion(), CPPHTTPLIB_VERSION, std::thread::hardware_concurrency(), fs_type.c_str());
+    std::printf("%-7s %7s %9s %7s %10s %9s %9s\n", "sync", "clients", "requests", "errors", "req/s", "p50_us",
+                "p99_us");
     for (const auto& run : service_runs) {
-      std::printf("%-7s %7d %9d %7d %10.0f %9.0f %9.0f\n", run.sync.c_str(), run.clients,
-                  run.requests, run.errors, run.requests_per_s(), run.latency.percentile(50),
-                  run.latency.percentile(99));
+      std::printf("%-7s %7d %9d %7d %10.0f %9.0f %9.0f\n", run.sync.c_str(), run.clients, run.requests, run.errors,
+                  run.requests_per_s(), run.latency.percentile(50), run.latency.percentile(99));
     }
     std::printf("\nSQLite commit floor (one INSERT per transaction, WAL, same filesystem)\n");
     std::printf("%-7s %7s %10s %9s %9s\n", "sync", "commits", "commits/s", "p50_us", "p99_us");
     for (const auto& run : floor_runs) {
-      std::printf("%-7s %7d %10.0f %9.0f %9.0f\n", run.sync.c_str(), run.commits,
-                  run.commits_per_s(), run.latency.percentile(50), run.latency.percentile(99));
+      std::printf("%-7s %7d %10.0f %9.0f %9.0f\n", run.sync.c_str(), run.commits, run.commits_per_s(),
+                  run.latency.percentile(50), run.latency.percentile(99));
     }
     std::printf("\nOverhead above the floor (service p50 at 1 client / floor p50):\n");
     for (const auto& run : service_runs) {
       const auto floor = floor_p50(run.sync);
       if (run.clients == 1 && floor && *floor > 0) {
-        std::printf("  %-7s %.2fx  (%.0f us vs %.0f us)\n", run.sync.c_str(),
-                    run.latency.percentile(50) / *floor, run.latency.percentile(50), *floor);
+        std::printf("  %-7s %.2fx  (%.0f us vs %.0f us)\n", run.sync.c_str(), run.latency.percentile(50) / *floor,
+                    run.latency.percentile(50), *floor);
       }
     }
     return total_errors > 0 ? 1 : 0;

@@ -24,12 +24,12 @@
 #include <sstream>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <httplib.h>
-#include <pqxx/pqxx>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <pqxx/pqxx>
 
 #include <skewbench/build_info.hpp>
 
@@ -111,7 +111,9 @@ class CountingRemote final : public infra::RemoteApi {
   infra::HttpExchange status(const std::string& op, std::int64_t t) override {
     return timed(c_, t_, kHttpGet, [&] { return inner_.status(op, t); });
   }
-  json health() override { return timed(c_, t_, kHttpGet, [&] { return inner_.health(); }); }
+  json health() override {
+    return timed(c_, t_, kHttpGet, [&] { return inner_.health(); });
+  }
 
  private:
   infra::RemoteApi& inner_;
@@ -189,8 +191,8 @@ std::array<double, kKinds> measure_floor(const std::string& database_url, const 
 void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, infra::OutboxApi& outbox, int repeats,
                      const std::array<double, kKinds>& floor) {
   std::printf("\n#018 scenarios, warm, %d runs each\n", repeats);
-  std::printf("  %-24s %7s %9s %8s %8s %10s %10s %10s %7s\n", "scenario", "pg_read", "pg_write", "http_get", "http_post",
-              "mean_us", "p99_us", "floor_us", "ratio");
+  std::printf("  %-24s %7s %9s %8s %8s %10s %10s %10s %7s\n", "scenario", "pg_read", "pg_write", "http_get",
+              "http_post", "mean_us", "p99_us", "floor_us", "ratio");
   for (const auto& file : scenario::collect_scenario_files({scenario_dir})) {
     const auto s = scenario::load_scenario_file(file);
     Counts counts{};
@@ -207,7 +209,8 @@ void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, 
       stats.samples_us.push_back(micros(Clock::now() - t));
       for (int k = 0; k < kKinds; ++k) total_times[k] += times[k];
       if (!result.pass) {
-        std::fprintf(stderr, "scenario %s did not pass: %s\n", s.id.c_str(), result.error.value_or("a check failed").c_str());
+        std::fprintf(stderr, "scenario %s did not pass: %s\n", s.id.c_str(),
+                     result.error.value_or("a check failed").c_str());
         std::exit(3);
       }
     }
@@ -236,8 +239,8 @@ void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
               static_cast<unsigned long long>(grid.cell_count()));
   for (unsigned jobs : {1u, 2u}) {
     TempDir out("skewbench-bench-sweep");
-    sweep::SweepSettings settings{stack.database_url(), stack.remote_url(), nullptr, runner::new_run_id(), jobs, {},
-                                  false, nullptr};
+    sweep::SweepSettings settings{
+        stack.database_url(), stack.remote_url(), nullptr, runner::new_run_id(), jobs, {}, false, nullptr};
     const auto outcome = sweep::run_cells(grid, settings, out.path());
     std::printf("  jobs %u: %llu cells in %.2f s = %.1f cells/s (%llu ERROR)\n", jobs,
                 static_cast<unsigned long long>(outcome.cells_done), outcome.duration_s,
@@ -257,25 +260,26 @@ void bench_rss(const std::string& skewbench_bin, const std::string& base_scenari
     // Two axes (100 offsets x n/100 TTLs), so the grid's own definition stays
     // small and the figure shows what running more cells costs.
     const long ttls = std::max(1L, n / 100);
-    const json grid = {{"id", "rss-" + std::to_string(n)},
-                       {"description", "bench: 100 clock offsets x n/100 TTLs"},
-                       {"base_scenario", base_scenario},
-                       {"policies", json::array({{{"policy", {{"name", "node_local"}}}}})},
-                       {"axes", json::array({{{"name", "node_b_offset_s"},
-                                              {"pointer", "/nodes/1/clock_offset_s"},
-                                              {"range", {{"from", -50}, {"to", 49}, {"step", 1}}}},
-                                             {{"name", "ttl_s"},
-                                              {"pointer", "/ttl_s"},
-                                              {"range", {{"from", 1}, {"to", ttls}, {"step", 1}}}}})}};
+    const json grid = {
+        {"id", "rss-" + std::to_string(n)},
+        {"description", "bench: 100 clock offsets x n/100 TTLs"},
+        {"base_scenario", base_scenario},
+        {"policies", json::array({{{"policy", {{"name", "node_local"}}}}})},
+        {"axes",
+         json::array(
+             {{{"name", "node_b_offset_s"},
+               {"pointer", "/nodes/1/clock_offset_s"},
+               {"range", {{"from", -50}, {"to", 49}, {"step", 1}}}},
+              {{"name", "ttl_s"}, {"pointer", "/ttl_s"}, {"range", {{"from", 1}, {"to", ttls}, {"step", 1}}}}})}};
     const auto grid_path = dir.path() / "grid.json";
     write_file_atomically(grid_path, grid.dump());
     const auto t = Clock::now();
     const pid_t pid = ::fork();
     if (pid == 0) {
       const std::string out = (dir.path() / "out").string();
-      ::execl(skewbench_bin.c_str(), skewbench_bin.c_str(), "sweep", grid_path.c_str(), "--out", out.c_str(),
-              "--jobs", "2", "-q", "--database-url", stack.database_url().c_str(), "--remote-url",
-              stack.remote_url().c_str(), static_cast<char*>(nullptr));
+      ::execl(skewbench_bin.c_str(), skewbench_bin.c_str(), "sweep", grid_path.c_str(), "--out", out.c_str(), "--jobs",
+              "2", "-q", "--database-url", stack.database_url().c_str(), "--remote-url", stack.remote_url().c_str(),
+              static_cast<char*>(nullptr));
       ::_exit(127);
     }
     int status = 0;
@@ -317,7 +321,8 @@ int main(int argc, char** argv) {
                 build_info::kVersion, build_info::kGitCommit, build_info::kBuildType,
                 outbox.info().server_version.c_str(), health.value("sync", "?").c_str(),
                 health.value("sqlite_version", "?").c_str(), std::thread::hardware_concurrency());
-    if (build_info::kIsDebugBuild) std::printf("***WARNING*** harness built as Debug: figures are not representative\n");
+    if (build_info::kIsDebugBuild)
+      std::printf("***WARNING*** harness built as Debug: figures are not representative\n");
     const auto floor = measure_floor(stack.database_url(), stack.remote_url(), floor_iterations);
     bench_scenarios(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios", remote, outbox, repeats, floor);
     if (!skip_sweep) {

@@ -21,11 +21,11 @@ class Interrupted : public std::runtime_error {
 
 // Exit codes of every skewbench command (documented in the README).
 namespace exit_code {
-inline constexpr int kPass = 0;             // every expectation met
+inline constexpr int kPass = 0;  // every expectation met
 inline constexpr int kExpectationFailed = 1;
-inline constexpr int kUsage = 2;             // bad arguments or input files
-inline constexpr int kInfrastructure = 3;    // database/remote unreachable, unexpected reply
-inline constexpr int kInterrupted = 130;     // SIGINT/SIGTERM; services were stopped
+inline constexpr int kUsage = 2;           // bad arguments or input files
+inline constexpr int kInfrastructure = 3;  // database/remote unreachable, unexpected reply
+inline constexpr int kInterrupted = 130;   // SIGINT/SIGTERM; services were stopped
 }  // namespace exit_code
 
 }  // namespace skewbench

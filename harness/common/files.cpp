@@ -65,9 +65,8 @@ std::string read_file(const std::filesystem::path& path) {
 
 TempDir::TempDir(std::string_view prefix) {
   const char* base = std::getenv("TMPDIR");
-  std::string tmpl = (std::filesystem::path(base && *base ? base : "/tmp") /
-                      (std::string(prefix) + "-XXXXXX"))
-                         .string();
+  std::string tmpl =
+      (std::filesystem::path(base && *base ? base : "/tmp") / (std::string(prefix) + "-XXXXXX")).string();
   if (::mkdtemp(tmpl.data()) == nullptr) throw errno_error("cannot create temporary directory", tmpl);
   path_ = tmpl;
 }

@@ -7,15 +7,23 @@ namespace skewbench {
 
 std::string_view json_type_name(const nlohmann::json& value) {
   switch (value.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::object: return "object";
-    case nlohmann::json::value_t::array: return "array";
-    case nlohmann::json::value_t::string: return "string";
-    case nlohmann::json::value_t::boolean: return "boolean";
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::object:
+      return "object";
+    case nlohmann::json::value_t::array:
+      return "array";
+    case nlohmann::json::value_t::string:
+      return "string";
+    case nlohmann::json::value_t::boolean:
+      return "boolean";
     case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return "integer";
-    case nlohmann::json::value_t::number_float: return "number";
-    default: return "unknown";
+    case nlohmann::json::value_t::number_unsigned:
+      return "integer";
+    case nlohmann::json::value_t::number_float:
+      return "number";
+    default:
+      return "unknown";
   }
 }
 
@@ -23,20 +31,20 @@ nlohmann::json parse_json_text(std::string_view text) {
   // nlohmann keeps the last of two equal keys; a strict reader refuses them.
   std::vector<std::set<std::string>> keys_of_open_objects;
   std::string duplicate;
-  const nlohmann::json::parser_callback_t reject_duplicates =
-      [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        using event_t = nlohmann::json::parse_event_t;
-        if (event == event_t::object_start) {
-          keys_of_open_objects.emplace_back();
-        } else if (event == event_t::object_end && !keys_of_open_objects.empty()) {
-          keys_of_open_objects.pop_back();
-        } else if (event == event_t::key && !keys_of_open_objects.empty()) {
-          if (!keys_of_open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
-            duplicate = parsed.get<std::string>();
-          }
-        }
-        return true;
-      };
+  const nlohmann::json::parser_callback_t reject_duplicates = [&](int, nlohmann::json::parse_event_t event,
+                                                                  nlohmann::json& parsed) {
+    using event_t = nlohmann::json::parse_event_t;
+    if (event == event_t::object_start) {
+      keys_of_open_objects.emplace_back();
+    } else if (event == event_t::object_end && !keys_of_open_objects.empty()) {
+      keys_of_open_objects.pop_back();
+    } else if (event == event_t::key && !keys_of_open_objects.empty()) {
+      if (!keys_of_open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+        duplicate = parsed.get<std::string>();
+      }
+    }
+    return true;
+  };
   nlohmann::json out;
   try {
     out = nlohmann::json::parse(text.begin(), text.end(), reject_duplicates);
@@ -73,12 +81,9 @@ std::string expect_string(const nlohmann::json& value, const std::string& path) 
   return value.get<std::string>();
 }
 
-std::string index_path(const std::string& path, std::size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
+std::string index_path(const std::string& path, std::size_t index) { return path + "[" + std::to_string(index) + "]"; }
 
-ObjectReader::ObjectReader(const nlohmann::json& value, std::string path)
-    : value_(value), path_(std::move(path)) {
+ObjectReader::ObjectReader(const nlohmann::json& value, std::string path) : value_(value), path_(std::move(path)) {
   if (!value_.is_object()) throw type_error(path_, "an object", value_);
 }
 
@@ -91,13 +96,9 @@ const nlohmann::json& ObjectReader::require(std::string_view key) {
   return *it;
 }
 
-std::int64_t ObjectReader::require_int(std::string_view key) {
-  return expect_int(require(key), child_path(key));
-}
+std::int64_t ObjectReader::require_int(std::string_view key) { return expect_int(require(key), child_path(key)); }
 
-std::string ObjectReader::require_string(std::string_view key) {
-  return expect_string(require(key), child_path(key));
-}
+std::string ObjectReader::require_string(std::string_view key) { return expect_string(require(key), child_path(key)); }
 
 bool ObjectReader::require_bool(std::string_view key) {
   const auto& v = require(key);

@@ -124,8 +124,8 @@ std::optional<std::string> Subprocess::read_line(std::chrono::milliseconds timeo
       buffer_.erase(0, nl + 1);
       return line;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
     pollfd pfd{stdout_fd_, POLLIN, 0};
     const int ready = ::poll(&pfd, 1, static_cast<int>(left.count()));

@@ -15,15 +15,13 @@ namespace {
 bool describe(const sockaddr_storage& address, socklen_t length, std::string& host, int& port) {
   char host_buffer[NI_MAXHOST];
   char port_buffer[NI_MAXSERV];
-  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host_buffer,
-                    sizeof(host_buffer), port_buffer, sizeof(port_buffer),
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host_buffer, sizeof(host_buffer), port_buffer,
+                    sizeof(port_buffer), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
     return false;
   }
   host = host_buffer;
   const std::string_view port_text(port_buffer);
-  return std::from_chars(port_text.data(), port_text.data() + port_text.size(), port).ec ==
-         std::errc{};
+  return std::from_chars(port_text.data(), port_text.data() + port_text.size(), port).ec == std::errc{};
 }
 
 std::optional<SocketEndpoints> tcp_endpoints(int fd) {
@@ -66,11 +64,9 @@ std::vector<SocketEndpoints> connected_tcp_sockets() {
   return sockets;
 }
 
-std::optional<int> find_connection_socket(int local_port, std::string_view peer_addr,
-                                          int peer_port) {
+std::optional<int> find_connection_socket(int local_port, std::string_view peer_addr, int peer_port) {
   for (const auto& socket : connected_tcp_sockets()) {
-    if (socket.local_port == local_port && socket.peer_port == peer_port &&
-        socket.peer_addr == peer_addr) {
+    if (socket.local_port == local_port && socket.peer_port == peer_port && socket.peer_addr == peer_addr) {
       return socket.fd;
     }
   }

@@ -26,7 +26,6 @@ struct SocketEndpoints {
 std::vector<SocketEndpoints> connected_tcp_sockets();
 
 // The descriptor of the connection with this local port and this peer, if any.
-std::optional<int> find_connection_socket(int local_port, std::string_view peer_addr,
-                                          int peer_port);
+std::optional<int> find_connection_socket(int local_port, std::string_view peer_addr, int peer_port);
 
 }  // namespace skewbench::remote_effect

@@ -33,9 +33,7 @@ std::string log_since(const std::optional<std::string>& path, std::uintmax_t off
 
 }  // namespace
 
-RemoteEffectProcess::RemoteEffectProcess(LaunchOptions options) : options_(std::move(options)) {
-  start(options_.port);
-}
+RemoteEffectProcess::RemoteEffectProcess(LaunchOptions options) : options_(std::move(options)) { start(options_.port); }
 
 void RemoteEffectProcess::start(int port) {
   const std::vector<std::string> argv = {options_.binary,
@@ -62,8 +60,7 @@ void RemoteEffectProcess::start(int port) {
       what = "remote-effect exited with code " + std::to_string(*code) + " before it was ready: ";
     } else {
       process->stop();
-      what = "remote-effect printed no ready line within " +
-             std::to_string(options_.ready_timeout.count()) + " ms: ";
+      what = "remote-effect printed no ready line within " + std::to_string(options_.ready_timeout.count()) + " ms: ";
     }
     throw std::runtime_error(what + log_since(options_.stderr_path, log_offset));
   }
@@ -78,8 +75,7 @@ void RemoteEffectProcess::start(int port) {
     boot_id_ = ready.at("boot_id").get<std::string>();
   } catch (const std::exception& e) {
     process->stop();
-    throw std::runtime_error("unexpected ready line from " + options_.binary + ": " + *line + " (" +
-                             e.what() + ")");
+    throw std::runtime_error("unexpected ready line from " + options_.binary + ": " + *line + " (" + e.what() + ")");
   }
   ready_line_ = std::move(ready);
   process_ = std::move(process);

@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <sys/types.h>
+#include <nlohmann/json.hpp>
 
 #include "common/subprocess.hpp"
 

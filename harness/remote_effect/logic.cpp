@@ -26,8 +26,7 @@ HeaderValue single_header(const Headers& headers, std::string_view name) {
   const auto [first, last] = headers.equal_range(name);
   if (first == last) return std::optional<std::string>{};
   if (std::next(first) != last) {
-    return bad_request("duplicate_header", std::string(name),
-                       "the header may appear at most once");
+    return bad_request("duplicate_header", std::string(name), "the header may appear at most once");
   }
   if (!is_valid_header_value(first->second)) {
     return bad_request("invalid_header_value", std::string(name),
@@ -73,10 +72,9 @@ nlohmann::json RequestError::to_json() const {
   return body;
 }
 
-Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body,
-                                       std::int64_t default_ttl_s) {
-  static constexpr std::array kProtocolHeaders = {kOperationIdHeader, kIdempotencyKeyHeader,
-                                                  kLogicalTimeHeader, kTtlHeader, kDropAckHeader};
+Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body, std::int64_t default_ttl_s) {
+  static constexpr std::array kProtocolHeaders = {kOperationIdHeader, kIdempotencyKeyHeader, kLogicalTimeHeader,
+                                                  kTtlHeader, kDropAckHeader};
   std::array<std::optional<std::string>, kProtocolHeaders.size()> values;
   for (std::size_t i = 0; i < kProtocolHeaders.size(); ++i) {
     auto value = single_header(headers, kProtocolHeaders[i]);
@@ -117,8 +115,7 @@ Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view 
     return bad_request("invalid_ttl", std::string(kTtlHeader), "the TTL must be positive");
   }
   if (request.logical_time_s > std::numeric_limits<std::int64_t>::max() - request.ttl_s) {
-    return bad_request("invalid_ttl", std::string(kTtlHeader),
-                       "logical time plus TTL overflows int64");
+    return bad_request("invalid_ttl", std::string(kTtlHeader), "logical time plus TTL overflows int64");
   }
   request.expires_at_s = request.logical_time_s + request.ttl_s;
 
@@ -127,8 +124,7 @@ Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view 
   } else if (*drop_ack == "1") {
     request.drop_ack = true;
   } else {
-    return bad_request("invalid_drop_ack", std::string(kDropAckHeader),
-                       "X-Drop-Ack must be 0 or 1");
+    return bad_request("invalid_drop_ack", std::string(kDropAckHeader), "X-Drop-Ack must be 0 or 1");
   }
 
   request.body_sha256 = sha256_hex(body);
@@ -177,15 +173,13 @@ Delivery decide(const std::optional<IdempotencyRecord>& existing, const PostRequ
 
 RequestError refusal_error(Delivery delivery) {
   if (delivery == Delivery::refused_other_operation) {
-    return RequestError{409, "active_idempotency_key_reused_for_different_operation", std::nullopt,
-                        std::nullopt};
+    return RequestError{409, "active_idempotency_key_reused_for_different_operation", std::nullopt, std::nullopt};
   }
-  return RequestError{422, "idempotency_key_reused_with_different_payload", std::nullopt,
-                      std::nullopt};
+  return RequestError{422, "idempotency_key_reused_with_different_payload", std::nullopt, std::nullopt};
 }
 
-nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s,
-                             const OperationState& state, std::string_view boot_id) {
+nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s, const OperationState& state,
+                             std::string_view boot_id) {
   nlohmann::json effects = nlohmann::json::array();
   for (const auto& effect : state.effects) {
     effects.push_back({{"effect_id", effect.effect_id},

@@ -30,9 +30,7 @@ inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;
 
 // A key is active strictly before its expiry: at exactly expires_at it has
 // expired. Both values are seconds of the caller's logical epoch.
-constexpr bool is_active(std::int64_t now_s, std::int64_t expires_at_s) {
-  return now_s < expires_at_s;
-}
+constexpr bool is_active(std::int64_t now_s, std::int64_t expires_at_s) { return now_s < expires_at_s; }
 
 // "absent" (no effect), "committed" (exactly one) or "conflict" (two or more:
 // the operation took effect more than once).
@@ -83,12 +81,10 @@ struct StatusRequest {
 template <typename T>
 using Parsed = std::variant<T, RequestError>;
 
-Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body,
-                                       std::int64_t default_ttl_s);
+Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body, std::int64_t default_ttl_s);
 
 // operation_id is the decoded path segment after "/status/".
-Parsed<StatusRequest> parse_status_request(std::string_view operation_id,
-                                           const Headers& headers);
+Parsed<StatusRequest> parse_status_request(std::string_view operation_id, const Headers& headers);
 
 // The idempotency record currently stored for a key.
 struct IdempotencyRecord {
@@ -123,15 +119,15 @@ struct Effect {
 
 // What the store holds about one operation.
 struct OperationState {
-  std::vector<Effect> effects;                // by effect_id
-  std::vector<IdempotencyRecord> records;     // by idempotency_key
+  std::vector<Effect> effects;             // by effect_id
+  std::vector<IdempotencyRecord> records;  // by idempotency_key
   std::int64_t post_requests = 0;
   std::int64_t ack_drops = 0;
 };
 
 // The /status snapshot, evaluated at evaluation_time_s (active_at_query uses
 // the strict expiry rule).
-nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s,
-                             const OperationState& state, std::string_view boot_id);
+nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s, const OperationState& state,
+                             std::string_view boot_id);
 
 }  // namespace skewbench::remote_effect

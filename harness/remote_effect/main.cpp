@@ -16,9 +16,9 @@
 #include <string>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <httplib.h>
 #include <pthread.h>
+#include <CLI/CLI.hpp>
 #include <skewbench/build_info.hpp>
 
 #include "remote_effect/service.hpp"
@@ -34,8 +34,8 @@ constexpr int kExitUnavailable = 3;
 
 std::string version_text() {
   return std::string("remote-effect ") + skewbench::build_info::kVersion + " (commit " +
-         skewbench::build_info::kGitCommit + ", " + skewbench::build_info::kBuildType +
-         ", SQLite " + re::Store::sqlite_version() + ", cpp-httplib " + CPPHTTPLIB_VERSION + ")";
+         skewbench::build_info::kGitCommit + ", " + skewbench::build_info::kBuildType + ", SQLite " +
+         re::Store::sqlite_version() + ", cpp-httplib " + CPPHTTPLIB_VERSION + ")";
 }
 
 // SIGTERM and SIGINT are blocked in every thread and taken by one waiting
@@ -114,19 +114,15 @@ int main(int argc, char** argv) {
   app.add_option("--port", options.port, "TCP port; 0 binds any free port")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  app.add_option("--state-db", state_db, "SQLite state file (created if absent)")
-      ->envname("STATE_DB")
-      ->required();
+  app.add_option("--state-db", state_db, "SQLite state file (created if absent)")->envname("STATE_DB")->required();
   app.add_option("--sync", sync, "SQLite synchronous level: full (durable) or normal")
       ->capture_default_str()
       ->check(CLI::IsMember({"full", "normal"}));
-  app.add_option("--default-ttl-seconds", options.default_ttl_s,
-                 "TTL of a key when X-Idempotency-TTL is absent")
+  app.add_option("--default-ttl-seconds", options.default_ttl_s, "TTL of a key when X-Idempotency-TTL is absent")
       ->envname("DEFAULT_TTL_SECONDS")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
-  app.add_option("--threads", options.threads,
-                 "Worker threads (each open keep-alive connection holds one)")
+  app.add_option("--threads", options.threads, "Worker threads (each open keep-alive connection holds one)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
   app.set_version_flag("--version", version_text());
@@ -135,8 +131,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "remote-effect: " << e.what() << "\nRun remote-effect --help for usage."
-              << std::endl;
+    std::cerr << "remote-effect: " << e.what() << "\nRun remote-effect --help for usage." << std::endl;
     return kExitUsage;
   }
   if (state_db.empty()) {

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include <httplib.h>
-#include <skewbench/build_info.hpp>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <skewbench/build_info.hpp>
 
 #include "remote_effect/connection_sockets.hpp"
 
@@ -25,9 +25,7 @@ void reply(httplib::Response& res, int status, const nlohmann::json& body) {
   res.set_content(body.dump(), kJson);
 }
 
-void reply(httplib::Response& res, const RequestError& error) {
-  reply(res, error.http_status, error.to_json());
-}
+void reply(httplib::Response& res, const RequestError& error) { reply(res, error.http_status, error.to_json()); }
 
 // The body for a response cpp-httplib produced itself (no route, oversized
 // body, malformed request line, ...), so that every response is JSON.
@@ -62,8 +60,8 @@ std::string host_name() {
 void drop_connection(const httplib::Request& req) {
   const auto fd = find_connection_socket(req.local_port, req.remote_addr, req.remote_port);
   if (!fd) {
-    throw std::runtime_error("drop_ack_failed: no socket found for the connection from " +
-                             req.remote_addr + ":" + std::to_string(req.remote_port));
+    throw std::runtime_error("drop_ack_failed: no socket found for the connection from " + req.remote_addr + ":" +
+                             std::to_string(req.remote_port));
   }
   ::shutdown(*fd, SHUT_RDWR);
 }
@@ -122,53 +120,44 @@ void Service::install_routes() {
   server.set_write_timeout(10, 0);
   server.set_payload_max_length(kMaxBodyBytes);
 
-  server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        res.set_content(error_body_for_status(res.status).dump(), kJson);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
-        std::string detail = "unknown exception";
-        try {
-          if (error) std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          detail = e.what();
-        } catch (...) {
-        }
-        std::cerr << "remote-effect: request failed: " << detail << std::endl;
-        reply(res, 500, {{"error", "internal_error"}, {"detail", detail}});
-      });
-
-  server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, health());
+  server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_content(error_body_for_status(res.status).dump(), kJson);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+    std::string detail = "unknown exception";
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      detail = e.what();
+    } catch (...) {
+    }
+    std::cerr << "remote-effect: request failed: " << detail << std::endl;
+    reply(res, 500, {{"error", "internal_error"}, {"detail", detail}});
   });
+
+  server.Get("/health", [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, health()); });
 
   server.Get(R"(/status/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
     auto parsed = parse_status_request(req.matches[1].str(), copy_headers(req.headers));
     if (const auto* error = std::get_if<RequestError>(&parsed)) return reply(res, *error);
     const auto& request = std::get<StatusRequest>(parsed);
     reply(res, 200,
-          snapshot_json(request.operation_id, request.evaluation_time_s,
-                        store_->read(request.operation_id), boot_id_));
+          snapshot_json(request.operation_id, request.evaluation_time_s, store_->read(request.operation_id), boot_id_));
   });
 
-  server.Post("/effects", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_post(req, res);
-  });
+  server.Post("/effects", [this](const httplib::Request& req, httplib::Response& res) { handle_post(req, res); });
 
   // cpp-httplib waits for end-of-stream (up to its read timeout) to read the
   // body of a POST, PUT, PATCH or DELETE that has neither Content-Length nor
   // Transfer-Encoding. HTTP says such a request has an empty body, so it is
   // answered here, before cpp-httplib tries to read one.
-  server.set_pre_routing_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-        const bool may_have_body = req.method == "POST" || req.method == "PUT" ||
-                                   req.method == "PATCH" || req.method == "DELETE" ||
-                                   req.method == "PRI";
-        if (!may_have_body || req.has_header("Content-Length") ||
-            req.has_header("Transfer-Encoding")) {
+  server.set_pre_routing_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        const bool may_have_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                                   req.method == "DELETE" || req.method == "PRI";
+        if (!may_have_body || req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
           return httplib::Server::HandlerResponse::Unhandled;
         }
         if (req.method == "POST" && req.path == "/effects") {
@@ -186,8 +175,7 @@ void Service::handle_post(const httplib::Request& req, httplib::Response& res) {
   const auto& request = std::get<PostRequest>(parsed);
 
   const auto result = store_->post(request);
-  if (result.delivery == Delivery::refused_other_operation ||
-      result.delivery == Delivery::refused_different_payload) {
+  if (result.delivery == Delivery::refused_other_operation || result.delivery == Delivery::refused_different_payload) {
     return reply(res, refusal_error(result.delivery));
   }
   if (request.drop_ack) {

@@ -71,8 +71,7 @@ class Query {
   Query& operator=(const Query&) = delete;
 
   Query& bind(int index, std::string_view text) {
-    check(sqlite3_bind_text(statement_.get(), index, text.data(), static_cast<int>(text.size()),
-                            SQLITE_TRANSIENT));
+    check(sqlite3_bind_text(statement_.get(), index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
     return *this;
   }
   Query& bind(int index, std::int64_t value) {
@@ -97,8 +96,7 @@ class Query {
   std::string text(int column) const {
     const auto* bytes = sqlite3_column_text(statement_.get(), column);
     const int size = sqlite3_column_bytes(statement_.get(), column);
-    return bytes ? std::string(reinterpret_cast<const char*>(bytes), static_cast<size_t>(size))
-                 : std::string();
+    return bytes ? std::string(reinterpret_cast<const char*>(bytes), static_cast<size_t>(size)) : std::string();
   }
 
  private:
@@ -132,9 +130,8 @@ std::optional<SyncMode> parse_sync_mode(std::string_view text) {
 struct Store::Impl {
   explicit Impl(sqlite3* connection) : db(connection) {}
   ~Impl() {
-    for (auto* statement : {&begin, &commit, &rollback, &select_record, &insert_effect,
-                            &upsert_record, &insert_request, &select_effects, &select_records,
-                            &count_requests}) {
+    for (auto* statement : {&begin, &commit, &rollback, &select_record, &insert_effect, &upsert_record, &insert_request,
+                            &select_effects, &select_records, &count_requests}) {
       statement->reset();
     }
     // The last connection to close checkpoints the WAL into the main file.
@@ -145,10 +142,10 @@ struct Store::Impl {
     begin = std::make_unique<Statement>(db, "BEGIN IMMEDIATE");
     commit = std::make_unique<Statement>(db, "COMMIT");
     rollback = std::make_unique<Statement>(db, "ROLLBACK");
-    select_record = std::make_unique<Statement>(
-        db,
-        "SELECT idempotency_key, operation_id, created_at, expires_at, body_sha256"
-        " FROM idempotency_records WHERE idempotency_key = ?1");
+    select_record =
+        std::make_unique<Statement>(db,
+                                    "SELECT idempotency_key, operation_id, created_at, expires_at, body_sha256"
+                                    " FROM idempotency_records WHERE idempotency_key = ?1");
     insert_effect = std::make_unique<Statement>(
         db, "INSERT INTO effects(operation_id, idempotency_key, created_at) VALUES (?1, ?2, ?3)");
     upsert_record = std::make_unique<Statement>(
@@ -158,26 +155,25 @@ struct Store::Impl {
         " ON CONFLICT(idempotency_key) DO UPDATE SET operation_id = excluded.operation_id,"
         " created_at = excluded.created_at, expires_at = excluded.expires_at,"
         " body_sha256 = excluded.body_sha256");
-    insert_request = std::make_unique<Statement>(
-        db,
-        "INSERT INTO request_log(operation_id, idempotency_key, logical_time, delivery,"
-        " body_sha256, drop_ack) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-    select_effects = std::make_unique<Statement>(
-        db,
-        "SELECT effect_id, operation_id, idempotency_key, created_at FROM effects"
-        " WHERE operation_id = ?1 ORDER BY effect_id");
-    select_records = std::make_unique<Statement>(
-        db,
-        "SELECT idempotency_key, operation_id, created_at, expires_at, body_sha256"
-        " FROM idempotency_records WHERE operation_id = ?1 ORDER BY idempotency_key");
+    insert_request =
+        std::make_unique<Statement>(db,
+                                    "INSERT INTO request_log(operation_id, idempotency_key, logical_time, delivery,"
+                                    " body_sha256, drop_ack) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    select_effects =
+        std::make_unique<Statement>(db,
+                                    "SELECT effect_id, operation_id, idempotency_key, created_at FROM effects"
+                                    " WHERE operation_id = ?1 ORDER BY effect_id");
+    select_records =
+        std::make_unique<Statement>(db,
+                                    "SELECT idempotency_key, operation_id, created_at, expires_at, body_sha256"
+                                    " FROM idempotency_records WHERE operation_id = ?1 ORDER BY idempotency_key");
     count_requests = std::make_unique<Statement>(
-        db,
-        "SELECT COUNT(*), COALESCE(SUM(drop_ack), 0) FROM request_log WHERE operation_id = ?1");
+        db, "SELECT COUNT(*), COALESCE(SUM(drop_ack), 0) FROM request_log WHERE operation_id = ?1");
   }
 
   sqlite3* db;
-  std::unique_ptr<Statement> begin, commit, rollback, select_record, insert_effect, upsert_record,
-      insert_request, select_effects, select_records, count_requests;
+  std::unique_ptr<Statement> begin, commit, rollback, select_record, insert_effect, upsert_record, insert_request,
+      select_effects, select_records, count_requests;
 };
 
 namespace {
@@ -185,8 +181,7 @@ namespace {
 // BEGIN IMMEDIATE now; ROLLBACK on scope exit unless commit() succeeded.
 class Transaction {
  public:
-  Transaction(Statement& begin, Statement& commit, Statement& rollback)
-      : commit_(commit), rollback_(rollback) {
+  Transaction(Statement& begin, Statement& commit, Statement& rollback) : commit_(commit), rollback_(rollback) {
     Query(begin).run();
   }
   ~Transaction() {
@@ -222,9 +217,8 @@ Store::Store(const std::filesystem::path& path, SyncMode sync) : sync_(sync) {
     if (ec) throw StoreError("cannot create the directory of " + where + ": " + ec.message());
   }
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
@@ -247,8 +241,7 @@ Store::Store(const std::filesystem::path& path, SyncMode sync) : sync_(sync) {
         Query(insert).bind(1, std::int64_t{kSchemaVersion}).run();
       } else if (query.int64(0) != kSchemaVersion) {
         throw StoreError("schema version " + std::to_string(query.int64(0)) +
-                         " is not the version this build understands (" +
-                         std::to_string(kSchemaVersion) + ")");
+                         " is not the version this build understands (" + std::to_string(kSchemaVersion) + ")");
       }
     }
     exec(db, "COMMIT");
@@ -273,15 +266,13 @@ PostResult Store::post(const PostRequest& request) {
     Query query(*s.select_record);
     query.bind(1, request.idempotency_key);
     if (query.step()) {
-      existing = IdempotencyRecord{query.text(0), query.text(1), query.int64(2), query.int64(3),
-                                   query.text(4)};
+      existing = IdempotencyRecord{query.text(0), query.text(1), query.int64(2), query.int64(3), query.text(4)};
     }
   }
 
   PostResult result;
   result.delivery = decide(existing, request);
-  if (result.delivery == Delivery::refused_other_operation ||
-      result.delivery == Delivery::refused_different_payload) {
+  if (result.delivery == Delivery::refused_other_operation || result.delivery == Delivery::refused_different_payload) {
     return result;  // The transaction rolls back: a refusal writes nothing.
   }
 
@@ -332,8 +323,8 @@ OperationState Store::read_locked(std::string_view operation_id) {
     Query query(*s.select_records);
     query.bind(1, operation_id);
     while (query.step()) {
-      state.records.push_back(IdempotencyRecord{query.text(0), query.text(1), query.int64(2),
-                                                query.int64(3), query.text(4)});
+      state.records.push_back(
+          IdempotencyRecord{query.text(0), query.text(1), query.int64(2), query.int64(3), query.text(4)});
     }
   }
   {

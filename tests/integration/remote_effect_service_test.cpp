@@ -10,13 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
+#include <sqlite3.h>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <skewbench/build_info.hpp>
-#include <sqlite3.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -39,8 +39,7 @@ struct Service {
   explicit Service(std::string sync = "full", int default_ttl_s = 60)
       : dir("re-it"), process(options(dir, std::move(sync), default_ttl_s)) {}
 
-  static re::LaunchOptions options(const skewbench::TempDir& dir, std::string sync,
-                                   int default_ttl_s) {
+  static re::LaunchOptions options(const skewbench::TempDir& dir, std::string sync, int default_ttl_s) {
     re::LaunchOptions launch;
     launch.binary = SKEWBENCH_REMOTE_EFFECT_BIN;
     launch.state_db = dir.path() / "remote.db";
@@ -65,8 +64,8 @@ struct Service {
 
 // One POST /effects; ttl_s = nullopt sends no X-Idempotency-TTL header.
 struct Post {
-  Post(std::string operation_id_, std::string key_, std::int64_t now_s_,
-       std::optional<std::int64_t> ttl_s_ = 10, bool drop_ack_ = false, std::string body_ = "")
+  Post(std::string operation_id_, std::string key_, std::int64_t now_s_, std::optional<std::int64_t> ttl_s_ = 10,
+       bool drop_ack_ = false, std::string body_ = "")
       : operation_id(std::move(operation_id_)),
         key(std::move(key_)),
         now_s(now_s_),
@@ -83,9 +82,8 @@ struct Post {
 };
 
 httplib::Result post(httplib::Client& client, const Post& p) {
-  httplib::Headers headers = {{"X-Operation-Id", p.operation_id},
-                              {"Idempotency-Key", p.key},
-                              {"X-Logical-Time", std::to_string(p.now_s)}};
+  httplib::Headers headers = {
+      {"X-Operation-Id", p.operation_id}, {"Idempotency-Key", p.key}, {"X-Logical-Time", std::to_string(p.now_s)}};
   if (p.ttl_s) headers.emplace("X-Idempotency-TTL", std::to_string(*p.ttl_s));
   if (p.drop_ack) headers.emplace("X-Drop-Ack", "1");
   return client.Post("/effects", headers, p.body, "application/octet-stream");
@@ -107,8 +105,7 @@ json post_ok(httplib::Client& client, const Post& p) {
 }
 
 json status(httplib::Client& client, const std::string& operation_id, std::int64_t now_s) {
-  const auto result =
-      client.Get("/status/" + operation_id, {{"X-Logical-Time", std::to_string(now_s)}});
+  const auto result = client.Get("/status/" + operation_id, {{"X-Logical-Time", std::to_string(now_s)}});
   REQUIRE(result);
   INFO(result->body);
   REQUIRE(result->status == 200);
@@ -126,13 +123,12 @@ std::string raw_exchange(int port, const std::string& request,
   address.sin_port = htons(static_cast<std::uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-          static_cast<ssize_t>(request.size()));
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::string received;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd pfd{fd, POLLIN, 0};
     if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
@@ -314,18 +310,15 @@ TEST_CASE("each malformed POST is refused with 400 and applies nothing") {
   const std::vector<Case> cases = {
       {"missing operation id", replace("X-Operation-Id", std::nullopt), "missing_operation_id"},
       {"missing key", replace("Idempotency-Key", std::nullopt), "missing_idempotency_key"},
-      {"missing logical time", replace("X-Logical-Time", std::nullopt),
-       "invalid_or_missing_logical_time"},
-      {"logical time with junk", replace("X-Logical-Time", "100abc"),
-       "invalid_or_missing_logical_time"},
+      {"missing logical time", replace("X-Logical-Time", std::nullopt), "invalid_or_missing_logical_time"},
+      {"logical time with junk", replace("X-Logical-Time", "100abc"), "invalid_or_missing_logical_time"},
       {"logical time overflowing int64", replace("X-Logical-Time", "9223372036854775808"),
        "invalid_or_missing_logical_time"},
       {"non-integer ttl", replace("X-Idempotency-TTL", "1.5"), "invalid_ttl"},
       {"zero ttl", replace("X-Idempotency-TTL", "0"), "invalid_ttl"},
       {"negative ttl", replace("X-Idempotency-TTL", "-3"), "invalid_ttl"},
       {"drop-ack other than 0 or 1", replace("X-Drop-Ack", "yes"), "invalid_drop_ack"},
-      {"key over 256 bytes", replace("Idempotency-Key", std::string(257, 'k')),
-       "invalid_header_value"},
+      {"key over 256 bytes", replace("Idempotency-Key", std::string(257, 'k')), "invalid_header_value"},
   };
   for (const auto& c : cases) {
     INFO(c.what);
@@ -336,17 +329,17 @@ TEST_CASE("each malformed POST is refused with 400 and applies nothing") {
   }
 
   // A control character cannot be sent through a client library; send it raw.
-  const auto raw = raw_exchange(service.process.port(),
-                                raw_post("X-Operation-Id: op\x01-bad\r\nIdempotency-Key: key-bad\r\n"
-                                         "X-Logical-Time: 100\r\n"));
+  const auto raw =
+      raw_exchange(service.process.port(), raw_post("X-Operation-Id: op\x01-bad\r\nIdempotency-Key: key-bad\r\n"
+                                                    "X-Logical-Time: 100\r\n"));
   CHECK_THAT(raw, ContainsSubstring("HTTP/1.1 400"));
   CHECK_THAT(raw, ContainsSubstring(R"({"detail":)"));
   CHECK_THAT(raw, ContainsSubstring(R"("error":"invalid_header_value","header":"X-Operation-Id"})"));
 
   // Garbage that is not HTTP at all gets a JSON 400 and does not hurt the process.
   // cpp-httplib keeps that connection open for a next request; stop reading after 1 s.
-  const auto garbage = raw_exchange(service.process.port(), "\x16\x03\x01 NOT HTTP\r\n\r\n",
-                                    std::chrono::milliseconds(1000));
+  const auto garbage =
+      raw_exchange(service.process.port(), "\x16\x03\x01 NOT HTTP\r\n\r\n", std::chrono::milliseconds(1000));
   CHECK_THAT(garbage, ContainsSubstring("HTTP/1.1 400"));
   CHECK_THAT(garbage, ContainsSubstring(R"({"error":"bad_request"})"));
 
@@ -411,10 +404,9 @@ TEST_CASE("an unknown path or method gets 404 with a JSON body") {
 TEST_CASE("a POST without Content-Length has an empty body and is answered at once") {
   Service service;
   const auto start = std::chrono::steady_clock::now();
-  const auto raw = raw_exchange(
-      service.process.port(),
-      "POST /effects HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-      "X-Operation-Id: op-1\r\nIdempotency-Key: key-1\r\nX-Logical-Time: 5\r\n\r\n");
+  const auto raw = raw_exchange(service.process.port(),
+                                "POST /effects HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                                "X-Operation-Id: op-1\r\nIdempotency-Key: key-1\r\nX-Logical-Time: 5\r\n\r\n");
   const auto elapsed = std::chrono::steady_clock::now() - start;
   CHECK_THAT(raw, ContainsSubstring("HTTP/1.1 200"));
   CHECK_THAT(raw, ContainsSubstring(R"("delivery":"applied")"));
@@ -442,11 +434,11 @@ TEST_CASE("a dropped acknowledgement sends no response byte yet commits the effe
   auto client = service.client();
 
   SECTION("seen on the wire: the connection closes with zero bytes") {
-    const auto raw = raw_exchange(
-        service.process.port(),
-        raw_post("X-Operation-Id: op-drop\r\nIdempotency-Key: key-drop\r\nX-Logical-Time: 100\r\n"
-                 "X-Idempotency-TTL: 10\r\nX-Drop-Ack: 1\r\n",
-                 "payload"));
+    const auto raw =
+        raw_exchange(service.process.port(),
+                     raw_post("X-Operation-Id: op-drop\r\nIdempotency-Key: key-drop\r\nX-Logical-Time: 100\r\n"
+                              "X-Idempotency-TTL: 10\r\nX-Drop-Ack: 1\r\n",
+                              "payload"));
     CHECK(raw.empty());
   }
 
@@ -531,8 +523,7 @@ TEST_CASE("a committed effect survives kill -9 and a restart on the same file, w
   CHECK(snapshot.at("post_requests") == 1);
 
   // The surviving record still guards the key, body fingerprint included.
-  CHECK(post_ok(client, {"op-crash", "key-crash", 120, 50, false, "payload"}).at("delivery") ==
-        "deduplicated");
+  CHECK(post_ok(client, {"op-crash", "key-crash", 120, 50, false, "payload"}).at("delivery") == "deduplicated");
   const auto changed = post(client, {"op-crash", "key-crash", 120, 50, false, "other"});
   REQUIRE(changed);
   CHECK(changed->status == 422);
@@ -553,9 +544,8 @@ TEST_CASE("sixteen clients posting one key at the same moment: exactly one is ap
       auto client = service.client();
       const auto warm = client.Get("/health");  // connected before the race starts
       start.arrive_and_wait();
-      const auto result = post(
-          client, {same_operation ? "op-race" : "op-race-" + std::to_string(i), "key-race", 100,
-                   10, false, "same-body"});
+      const auto result = post(client, {same_operation ? "op-race" : "op-race-" + std::to_string(i), "key-race", 100,
+                                        10, false, "same-body"});
       if (!warm || !result) return;
       statuses[static_cast<size_t>(i)] = result->status;
       const auto reply = json::parse(result->body, nullptr, false);  // no throwing off-thread
@@ -585,9 +575,7 @@ TEST_CASE("sixteen clients posting one key at the same moment: exactly one is ap
     CHECK(refused == kClients - 1);
     int effects = 0;
     for (int i = 0; i < kClients; ++i) {
-      effects += status(client, "op-race-" + std::to_string(i), 100)
-                     .at("effect_count")
-                     .get<int>();
+      effects += status(client, "op-race-" + std::to_string(i), 100).at("effect_count").get<int>();
     }
     CHECK(effects == 1);
   }
@@ -656,8 +644,7 @@ TEST_CASE("SIGTERM shuts the service down promptly with exit code 0, even with i
   const auto start = std::chrono::steady_clock::now();
   CHECK(service.process.stop() == 0);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
-  CHECK_THAT(skewbench::read_file(service.dir.path() / "remote-effect.log"),
-             ContainsSubstring("SIGTERM received"));
+  CHECK_THAT(skewbench::read_file(service.dir.path() / "remote-effect.log"), ContainsSubstring("SIGTERM received"));
 }
 
 TEST_CASE("a bad command-line flag exits with code 2 and says which") {
@@ -672,10 +659,8 @@ TEST_CASE("a bad command-line flag exits with code 2 and says which") {
       {{bin, "--port", "0", "--state-db", db, "--sync", "fast"}, "--sync"},
       {{bin, "--port", "0", "--state-db", db, "--bogus"}, "--bogus"},
       {{bin, "--port", "70000", "--state-db", db}, "--port"},
-      {{bin, "--port", "0", "--state-db", db, "--default-ttl-seconds", "0"},
-       "--default-ttl-seconds"},
-      {{bin, "--port", "0", "--state-db", db, "--default-ttl-seconds", "ten"},
-       "--default-ttl-seconds"},
+      {{bin, "--port", "0", "--state-db", db, "--default-ttl-seconds", "0"}, "--default-ttl-seconds"},
+      {{bin, "--port", "0", "--state-db", db, "--default-ttl-seconds", "ten"}, "--default-ttl-seconds"},
       {{bin, "--port", "0"}, "--state-db"},
   };
   for (const auto& c : cases) {
@@ -712,8 +697,7 @@ TEST_CASE("an unusable state database or port exits with code 3 and names it") {
   REQUIRE(::listen(holder, 1) == 0);
   REQUIRE(::getsockname(holder, reinterpret_cast<sockaddr*>(&address), &length) == 0);
   const auto port = std::to_string(ntohs(address.sin_port));
-  result = skewbench::run_command(
-      {bin, "--port", port, "--state-db", (dir.path() / "ok.db").string()});
+  result = skewbench::run_command({bin, "--port", port, "--state-db", (dir.path() / "ok.db").string()});
   ::close(holder);
   CHECK(result.exit_code == 3);
   CHECK_THAT(result.output, ContainsSubstring("cannot bind 127.0.0.1:" + port));

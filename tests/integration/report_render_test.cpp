@@ -11,9 +11,9 @@
 #include <optional>
 #include <sstream>
 
+#include <png.h>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <png.h>
 
 #include "report/markup.hpp"
 #include "support/cli.hpp"
@@ -54,11 +54,14 @@ Image read_png(const fs::path& path) {
   if (png_image_begin_read_from_file(&image, path.c_str()) == 0) FAIL(path.string() << ": " << image.message);
   image.format = PNG_FORMAT_RGB;
   Image out{image.width, image.height, std::vector<png_byte>(PNG_IMAGE_SIZE(image))};
-  if (png_image_finish_read(&image, nullptr, out.rgb.data(), 0, nullptr) == 0) FAIL(path.string() << ": " << image.message);
+  if (png_image_finish_read(&image, nullptr, out.rgb.data(), 0, nullptr) == 0)
+    FAIL(path.string() << ": " << image.message);
   return out;
 }
 
-int hex_channel(std::string_view colour, std::size_t at) { return std::stoi(std::string(colour.substr(at, 2)), nullptr, 16); }
+int hex_channel(std::string_view colour, std::size_t at) {
+  return std::stoi(std::string(colour.substr(at, 2)), nullptr, 16);
+}
 
 struct Colour {
   int channel[3];
@@ -96,12 +99,11 @@ int longest_run(const Image& image, std::string_view hex, int dx, int dy) {
 Image screenshot(const fs::path& chromium, const fs::path& page, const std::string& window_size) {
   TempDir profile("skewbench-chromium");
   const auto png = profile.path() / "shot.png";
-  const auto result = run_command({"timeout", "120", chromium.string(), "--headless", "--no-sandbox", "--disable-gpu",
-                                   "--disable-quic", "--no-first-run", "--disable-background-networking",
-                                   "--disable-component-update", "--disable-sync", "--force-color-profile=srgb",
-                                   "--hide-scrollbars", "--user-data-dir=" + (profile.path() / "profile").string(),
-                                   "--window-size=" + window_size, "--screenshot=" + png.string(),
-                                   "file://" + fs::absolute(page).string()});
+  const auto result = run_command(
+      {"timeout", "120", chromium.string(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+       "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+       "--force-color-profile=srgb", "--hide-scrollbars", "--user-data-dir=" + (profile.path() / "profile").string(),
+       "--window-size=" + window_size, "--screenshot=" + png.string(), "file://" + fs::absolute(page).string()});
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   REQUIRE(fs::exists(png));

@@ -137,8 +137,8 @@ TEST_CASE("a stopped database gives exit 3 and nothing claims a pass") {
     cluster.stop();
   }
   TempDir out("skewbench-it");
-  const auto r = run_skewbench({"run", source_path("scenarios"), "--database-url", url, "--out",
-                                out.path().string(), "-q"});
+  const auto r =
+      run_skewbench({"run", source_path("scenarios"), "--database-url", url, "--out", out.path().string(), "-q"});
   INFO(r.output);
   CHECK(r.exit_code == 3);
   CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("PostgreSQL"));
@@ -195,9 +195,9 @@ TEST_CASE("two runs at once against one database and one remote do not interfere
   std::thread runs[2];
   for (int i = 0; i < 2; ++i) {
     runs[i] = std::thread([&, i] {
-      results[i] = run_skewbench({"run", source_path("scenarios"), "--database-url", cluster.url(), "--remote-url",
-                                  remote.base_url(), "--out", (dir.path() / ("out" + std::to_string(i))).string(),
-                                  "-q"});
+      results[i] =
+          run_skewbench({"run", source_path("scenarios"), "--database-url", cluster.url(), "--remote-url",
+                         remote.base_url(), "--out", (dir.path() / ("out" + std::to_string(i))).string(), "-q"});
     });
   }
   for (auto& t : runs) t.join();
@@ -230,7 +230,8 @@ TEST_CASE("a remote restart between the lost acknowledgement and recovery keeps 
     "expect": {"effect_count": 1, "post_requests": 2, "verdict": "SAFE"}
   })");
   write_json(dir.path() / "restart.json", scenario);
-  const auto r = run_skewbench({"run", (dir.path() / "restart.json").string(), "--out", (dir.path() / "out").string(), "-q"});
+  const auto r =
+      run_skewbench({"run", (dir.path() / "restart.json").string(), "--out", (dir.path() / "out").string(), "-q"});
   INFO(r.output);
   CHECK(r.exit_code == 0);
 }

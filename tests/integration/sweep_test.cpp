@@ -41,11 +41,12 @@ json small_grid() {
           {"base_scenario", source_path("scenarios/sweeps/018-base.json")},
           {"policies", json::array({{{"policy", {{"name", "node_local"}}}},
                                     {{"policy", {{"name", "uncertainty"}, {"max_clock_error_s", 20}}}}})},
-          {"axes", json::array({{{"name", "node_b_offset_s"}, {"pointer", "/nodes/1/clock_offset_s"}, {"values", {0, 10, 20}}},
-                                {{"name", "max_clock_error_s"},
-                                 {"pointer", "/policy/max_clock_error_s"},
-                                 {"values", {0, 20}},
-                                 {"policies", {"uncertainty"}}}})}};
+          {"axes",
+           json::array({{{"name", "node_b_offset_s"}, {"pointer", "/nodes/1/clock_offset_s"}, {"values", {0, 10, 20}}},
+                        {{"name", "max_clock_error_s"},
+                         {"pointer", "/policy/max_clock_error_s"},
+                         {"values", {0, 20}},
+                         {"policies", {"uncertainty"}}}})}};
 }
 
 fs::path write_grid(const fs::path& dir, const json& grid, const std::string& name = "grid.json") {
@@ -55,8 +56,15 @@ fs::path write_grid(const fs::path& dir, const json& grid, const std::string& na
 }
 
 CommandResult run_sweep(const fs::path& grid, const fs::path& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"sweep", grid.string(), "--out", out.string(), "--database-url",
-                                   stack().cluster.url(), "--remote-url", stack().remote.base_url(), "-q"};
+  std::vector<std::string> args = {"sweep",
+                                   grid.string(),
+                                   "--out",
+                                   out.string(),
+                                   "--database-url",
+                                   stack().cluster.url(),
+                                   "--remote-url",
+                                   stack().remote.base_url(),
+                                   "-q"};
   args.insert(args.end(), extra.begin(), extra.end());
   return run_skewbench(args);
 }
@@ -103,8 +111,8 @@ TEST_CASE("shard 1/2 and shard 2/2 merged equal the unsharded sweep") {
   CHECK(read_json(dir.path() / "s1" / "sweep.json")["cells_done"] == 5);
   CHECK(read_json(dir.path() / "s2" / "sweep.json")["cells_done"] == 4);
 
-  const auto merged = run_skewbench({"merge", (dir.path() / "s2").string(), (dir.path() / "s1").string(), "--out",
-                                     (dir.path() / "merged").string()});
+  const auto merged = run_skewbench(
+      {"merge", (dir.path() / "s2").string(), (dir.path() / "s1").string(), "--out", (dir.path() / "merged").string()});
   INFO(merged.output);
   REQUIRE(merged.exit_code == 0);
   const auto whole = read_json(dir.path() / "whole" / "sweep.json");
@@ -160,8 +168,8 @@ TEST_CASE("a malformed grid file is exit 2 naming the field") {
   CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("$.axis"));
   CHECK_FALSE(fs::exists(dir.path() / "o" / "cells.jsonl"));
 
-  r = run_skewbench({"sweep", write_grid(dir.path(), small_grid()).string(), "--out", (dir.path() / "o").string(),
-                     "--shard", "3/2"});
+  r = run_skewbench(
+      {"sweep", write_grid(dir.path(), small_grid()).string(), "--out", (dir.path() / "o").string(), "--shard", "3/2"});
   CHECK(r.exit_code == 2);
 }
 
@@ -170,8 +178,12 @@ TEST_CASE("a malformed grid file is exit 2 naming the field") {
 namespace {
 
 json run_row(const std::string& id, const std::string& policy, const std::string& verdict, int effects) {
-  return {{"id", id},           {"policy", policy},          {"verdict", verdict},
-          {"effect_count", effects}, {"decision", "REPLAY_SAME_KEY"}, {"pass", true}};
+  return {{"id", id},
+          {"policy", policy},
+          {"verdict", verdict},
+          {"effect_count", effects},
+          {"decision", "REPLAY_SAME_KEY"},
+          {"pass", true}};
 }
 
 fs::path crafted_run(const fs::path& dir, const json& rows, const std::string& schema = "skewbench-evidence/1") {
@@ -218,8 +230,8 @@ TEST_CASE("compare exits 0 for identical runs and 1 when the candidate has a new
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("changed scenarios: 0"));
 
-  const auto worse = crafted_run(dir.path() / "worse",
-                                 json{run_row("a", "declared_authority", "CONFLICT", 2), run_row("b", "uncertainty", "HELD", 1)});
+  const auto worse = crafted_run(dir.path() / "worse", json{run_row("a", "declared_authority", "CONFLICT", 2),
+                                                            run_row("b", "uncertainty", "HELD", 1)});
   r = run_skewbench({"compare", base.string(), worse.string(), "--format", "markdown"});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("| a | SAFE -> CONFLICT"));

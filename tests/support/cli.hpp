@@ -18,9 +18,7 @@ inline CommandResult run_skewbench(std::vector<std::string> args) {
   return run_command(args);
 }
 
-inline nlohmann::json read_json(const std::filesystem::path& path) {
-  return nlohmann::json::parse(read_file(path));
-}
+inline nlohmann::json read_json(const std::filesystem::path& path) { return nlohmann::json::parse(read_file(path)); }
 
 inline std::string source_path(const std::string& relative) {
   return std::string(SKEWBENCH_SOURCE_DIR) + "/" + relative;

@@ -66,9 +66,14 @@ class FakeRemote final : public infra::RemoteApi {
       if (record.first == operation_id && t < record.second) ++active;
     }
     const char* status = op.effects == 0 ? "absent" : (op.effects == 1 ? "committed" : "conflict");
-    return {{"operation_id", operation_id}, {"evaluation_time", t},          {"status", status},
-            {"effect_count", op.effects},   {"post_requests", op.post_requests}, {"ack_drops", op.ack_drops},
-            {"active_idempotency_records", active}, {"boot_id", "fake"}};
+    return {{"operation_id", operation_id},
+            {"evaluation_time", t},
+            {"status", status},
+            {"effect_count", op.effects},
+            {"post_requests", op.post_requests},
+            {"ack_drops", op.ack_drops},
+            {"active_idempotency_records", active},
+            {"boot_id", "fake"}};
   }
 
   std::map<std::string, Operation> operations_;

@@ -40,12 +40,25 @@ inline nlohmann::json tiny_grid() {
                                     {{"label", TinySweep::kBeta},
                                      {"policy", {{"name", "uncertainty"}, {"max_clock_error_s", 5}}},
                                      {"defaults", {{"offset_s", 0}, {"eps_s", 5}, {"recovery_s", 50}}}}})},
-          {"axes", json::array({{{"name", "offset_s"}, {"pointer", "/nodes/1/clock_offset_s"}, {"values", {-10, 0, 10}}, {"policies", json::array()}},
-                                {{"name", "eps_s"}, {"pointer", "/policy/max_clock_error_s"}, {"values", {0, 5, 10}}, {"policies", {"uncertainty"}}},
-                                {{"name", "recovery_s"}, {"pointer", "/steps/2/at_s"}, {"values", {30, 50}}, {"policies", json::array()}}})},
+          {"axes", json::array({{{"name", "offset_s"},
+                                 {"pointer", "/nodes/1/clock_offset_s"},
+                                 {"values", {-10, 0, 10}},
+                                 {"policies", json::array()}},
+                                {{"name", "eps_s"},
+                                 {"pointer", "/policy/max_clock_error_s"},
+                                 {"values", {0, 5, 10}},
+                                 {"policies", {"uncertainty"}}},
+                                {{"name", "recovery_s"},
+                                 {"pointer", "/steps/2/at_s"},
+                                 {"values", {30, 50}},
+                                 {"policies", json::array()}}})},
           {"maps", json::array({{{"x", "offset_s"}, {"y", "eps_s"}}, {{"x", "offset_s"}, {"y", "recovery_s"}}})},
-          {"marks", json::array({{{"label", TinySweep::kAlphaMark}, {"policy", TinySweep::kAlpha}, {"at", {{"offset_s", 10}, {"recovery_s", 50}}}},
-                                 {{"label", "beta point"}, {"policy", TinySweep::kBeta}, {"at", {{"offset_s", 0}, {"eps_s", 5}, {"recovery_s", 50}}}}})},
+          {"marks", json::array({{{"label", TinySweep::kAlphaMark},
+                                  {"policy", TinySweep::kAlpha},
+                                  {"at", {{"offset_s", 10}, {"recovery_s", 50}}}},
+                                 {{"label", "beta point"},
+                                  {"policy", TinySweep::kBeta},
+                                  {"at", {{"offset_s", 0}, {"eps_s", 5}, {"recovery_s", 50}}}}})},
           {"cells_total", 24},
           {"identity_digest", "feedface"}};
 }
@@ -61,13 +74,20 @@ inline std::filesystem::path write_tiny_sweep(const std::filesystem::path& dir) 
     if (policy == TinySweep::kBeta && offset_s == 0 && eps_s == 0 && recovery_s == 50) return;
     const auto verdict = tiny_verdict(policy, offset_s, eps_s, recovery_s);
     json& counts = per_policy[policy];
-    if (counts.is_null()) counts = {{"SAFE", 0}, {"CONFLICT", 0}, {"HELD", 0}, {"ERROR", 0}, {"cells", 0}, {"policy_name", name}};
+    if (counts.is_null())
+      counts = {{"SAFE", 0}, {"CONFLICT", 0}, {"HELD", 0}, {"ERROR", 0}, {"cells", 0}, {"policy_name", name}};
     counts[verdict] = counts[verdict].get<int>() + 1;
     counts["cells"] = counts["cells"].get<int>() + 1;
-    lines += json({{"cell", index}, {"decision", "REPLAY_SAME_KEY"}, {"effect_count", verdict == "CONFLICT" ? 2 : 1},
-                   {"error", nullptr}, {"policy", policy}, {"policy_name", name},
+    lines += json({{"cell", index},
+                   {"decision", "REPLAY_SAME_KEY"},
+                   {"effect_count", verdict == "CONFLICT" ? 2 : 1},
+                   {"error", nullptr},
+                   {"policy", policy},
+                   {"policy_name", name},
                    {"parameters", {{"offset_s", offset_s}, {"eps_s", eps_s}, {"recovery_s", recovery_s}}},
-                   {"verdict", verdict}}).dump() + "\n";
+                   {"verdict", verdict}})
+                 .dump() +
+             "\n";
   };
   for (const int offset_s : {-10, 0, 10}) {
     for (const int recovery_s : {30, 50}) add(TinySweep::kAlpha, "node_local", offset_s, nullptr, recovery_s);
@@ -77,12 +97,20 @@ inline std::filesystem::path write_tiny_sweep(const std::filesystem::path& dir) 
       for (const int recovery_s : {30, 50}) add(TinySweep::kBeta, "uncertainty", offset_s, eps_s, recovery_s);
     }
   }
-  const json summary = {{"schema_version", "test"}, {"kind", "sweep_summary"}, {"grid_id", TinySweep::kGridId},
-                        {"grid", tiny_grid()}, {"shard", nullptr}, {"cells_total", 24},
-                        {"cells_planned", 24}, {"cells_done", TinySweep::kCellsWritten}, {"complete", false},
-                        {"per_policy", per_policy}, {"cells_core_digest", "c0ffee"},
-                        {"environment", {{"postgresql", {{"server_version", "17.2 <test>"}}},
-                                         {"remote_effect", {{"version", "0.1.0"}, {"sqlite_version", "3.40.1"}, {"sync", "full"}}}}},
+  const json summary = {{"schema_version", "test"},
+                        {"kind", "sweep_summary"},
+                        {"grid_id", TinySweep::kGridId},
+                        {"grid", tiny_grid()},
+                        {"shard", nullptr},
+                        {"cells_total", 24},
+                        {"cells_planned", 24},
+                        {"cells_done", TinySweep::kCellsWritten},
+                        {"complete", false},
+                        {"per_policy", per_policy},
+                        {"cells_core_digest", "c0ffee"},
+                        {"environment",
+                         {{"postgresql", {{"server_version", "17.2 <test>"}}},
+                          {"remote_effect", {{"version", "0.1.0"}, {"sqlite_version", "3.40.1"}, {"sync", "full"}}}}},
                         {"warnings", {"a warning with <angle> brackets"}}};
   write_file_atomically(dir / "sweep.json", summary.dump(2));
   write_file_atomically(dir / "cells.jsonl", lines);

@@ -15,10 +15,8 @@ namespace re = skewbench::remote_effect;
 namespace {
 
 re::Headers valid_post_headers() {
-  return {{"X-Operation-Id", "op-1"},
-          {"Idempotency-Key", "key-1"},
-          {"X-Logical-Time", "100"},
-          {"X-Idempotency-TTL", "60"}};
+  return {
+      {"X-Operation-Id", "op-1"}, {"Idempotency-Key", "key-1"}, {"X-Logical-Time", "100"}, {"X-Idempotency-TTL", "60"}};
 }
 
 re::RequestError post_error(const re::Headers& headers, std::string_view body = "") {
@@ -27,8 +25,7 @@ re::RequestError post_error(const re::Headers& headers, std::string_view body = 
   return std::get<re::RequestError>(parsed);
 }
 
-re::PostRequest post_ok(const re::Headers& headers, std::string_view body = "",
-                        std::int64_t default_ttl_s = 60) {
+re::PostRequest post_ok(const re::Headers& headers, std::string_view body = "", std::int64_t default_ttl_s = 60) {
   auto parsed = re::parse_post_request(headers, body, default_ttl_s);
   if (const auto* error = std::get_if<re::RequestError>(&parsed)) {
     FAIL("refused: " << error->to_json().dump());
@@ -47,8 +44,7 @@ re::Headers without(re::Headers headers, const std::string& name) {
   return headers;
 }
 
-re::PostRequest request_at(std::int64_t now_s, std::string operation_id,
-                           std::string body_sha256 = "body-a") {
+re::PostRequest request_at(std::int64_t now_s, std::string operation_id, std::string body_sha256 = "body-a") {
   re::PostRequest request;
   request.operation_id = std::move(operation_id);
   request.idempotency_key = "key-1";
@@ -124,9 +120,7 @@ TEST_CASE("a valid POST is parsed with its expiry and the SHA-256 of its body") 
 }
 
 TEST_CASE("header names are matched case-insensitively") {
-  const re::Headers headers = {{"x-operation-id", "op-1"},
-                               {"IDEMPOTENCY-KEY", "key-1"},
-                               {"x-logical-time", "5"}};
+  const re::Headers headers = {{"x-operation-id", "op-1"}, {"IDEMPOTENCY-KEY", "key-1"}, {"x-logical-time", "5"}};
   const auto request = post_ok(headers);
   CHECK(request.operation_id == "op-1");
   CHECK(request.logical_time_s == 5);
@@ -134,8 +128,7 @@ TEST_CASE("header names are matched case-insensitively") {
 
 TEST_CASE("an empty body has a fingerprint too") {
   const auto request = post_ok(valid_post_headers(), "");
-  CHECK(request.body_sha256 ==
-        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(request.body_sha256 == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 TEST_CASE("a POST without X-Idempotency-TTL takes the service's default TTL") {
@@ -146,12 +139,9 @@ TEST_CASE("a POST without X-Idempotency-TTL takes the service's default TTL") {
 
 TEST_CASE("a POST without an operation id or key is refused with 400") {
   CHECK(post_error(without(valid_post_headers(), "X-Operation-Id")).error == "missing_operation_id");
-  CHECK(post_error(with(valid_post_headers(), "X-Operation-Id", "")).error ==
-        "missing_operation_id");
-  CHECK(post_error(without(valid_post_headers(), "Idempotency-Key")).error ==
-        "missing_idempotency_key");
-  CHECK(post_error(with(valid_post_headers(), "Idempotency-Key", "")).error ==
-        "missing_idempotency_key");
+  CHECK(post_error(with(valid_post_headers(), "X-Operation-Id", "")).error == "missing_operation_id");
+  CHECK(post_error(without(valid_post_headers(), "Idempotency-Key")).error == "missing_idempotency_key");
+  CHECK(post_error(with(valid_post_headers(), "Idempotency-Key", "")).error == "missing_idempotency_key");
 }
 
 TEST_CASE("a POST with a missing or non-integer logical time is refused with 400") {
@@ -160,8 +150,7 @@ TEST_CASE("a POST with a missing or non-integer logical time is refused with 400
     CHECK(error.http_status == 400);
     CHECK(error.error == "invalid_or_missing_logical_time");
   }
-  CHECK(post_error(without(valid_post_headers(), "X-Logical-Time")).error ==
-        "invalid_or_missing_logical_time");
+  CHECK(post_error(without(valid_post_headers(), "X-Logical-Time")).error == "invalid_or_missing_logical_time");
 }
 
 TEST_CASE("a POST whose TTL is not a positive int64 is refused with 400") {
@@ -237,8 +226,7 @@ TEST_CASE("a fresh key is applied") {
 }
 
 TEST_CASE("an active key reused by the same operation with the same body is deduplicated") {
-  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(159, "op-1")) ==
-        re::Delivery::deduplicated);
+  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(159, "op-1")) == re::Delivery::deduplicated);
 }
 
 TEST_CASE("an active key reused by another operation is refused with 409") {
@@ -246,27 +234,21 @@ TEST_CASE("an active key reused by another operation is refused with 409") {
   CHECK(delivery == re::Delivery::refused_other_operation);
   const auto error = re::refusal_error(delivery);
   CHECK(error.http_status == 409);
-  CHECK(error.to_json() ==
-        nlohmann::json{{"error", "active_idempotency_key_reused_for_different_operation"}});
+  CHECK(error.to_json() == nlohmann::json{{"error", "active_idempotency_key_reused_for_different_operation"}});
 }
 
 TEST_CASE("an active key reused by the same operation with a different body is refused with 422") {
-  const auto delivery =
-      re::decide(record_expiring_at(160, "op-1", "body-a"), request_at(159, "op-1", "body-b"));
+  const auto delivery = re::decide(record_expiring_at(160, "op-1", "body-a"), request_at(159, "op-1", "body-b"));
   CHECK(delivery == re::Delivery::refused_different_payload);
   const auto error = re::refusal_error(delivery);
   CHECK(error.http_status == 422);
-  CHECK(error.to_json() ==
-        nlohmann::json{{"error", "idempotency_key_reused_with_different_payload"}});
+  CHECK(error.to_json() == nlohmann::json{{"error", "idempotency_key_reused_with_different_payload"}});
 }
 
 TEST_CASE("a key reused at exactly expires_at is applied again, whoever reuses it") {
-  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(160, "op-1")) ==
-        re::Delivery::applied);
-  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(160, "op-2")) ==
-        re::Delivery::applied);
-  CHECK(re::decide(record_expiring_at(160, "op-1", "a"), request_at(160, "op-1", "b")) ==
-        re::Delivery::applied);
+  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(160, "op-1")) == re::Delivery::applied);
+  CHECK(re::decide(record_expiring_at(160, "op-1"), request_at(160, "op-2")) == re::Delivery::applied);
+  CHECK(re::decide(record_expiring_at(160, "op-1", "a"), request_at(160, "op-1", "b")) == re::Delivery::applied);
 }
 
 TEST_CASE("the snapshot marks each record active at the evaluation time and names the status") {
@@ -281,10 +263,8 @@ TEST_CASE("the snapshot marks each record active at the evaluation time and name
   CHECK(snapshot.at("evaluation_time") == 160);
   CHECK(snapshot.at("status") == "conflict");
   CHECK(snapshot.at("effect_count") == 2);
-  CHECK(snapshot.at("effects").at(1) == nlohmann::json{{"effect_id", 7},
-                                                       {"operation_id", "op-1"},
-                                                       {"idempotency_key", "key-2"},
-                                                       {"created_at", 170}});
+  CHECK(snapshot.at("effects").at(1) ==
+        nlohmann::json{{"effect_id", 7}, {"operation_id", "op-1"}, {"idempotency_key", "key-2"}, {"created_at", 170}});
   CHECK(snapshot.at("idempotency_records").at(0).at("active_at_query") == false);
   CHECK(snapshot.at("idempotency_records").at(1).at("active_at_query") == true);
   CHECK_FALSE(snapshot.at("idempotency_records").at(0).contains("body_sha256"));

@@ -13,8 +13,8 @@ namespace re = skewbench::remote_effect;
 
 namespace {
 
-re::PostRequest post(std::string operation_id, std::string key, std::int64_t now_s,
-                     std::int64_t ttl_s = 10, std::string body = "", bool drop_ack = false) {
+re::PostRequest post(std::string operation_id, std::string key, std::int64_t now_s, std::int64_t ttl_s = 10,
+                     std::string body = "", bool drop_ack = false) {
   re::PostRequest request;
   request.operation_id = std::move(operation_id);
   request.idempotency_key = std::move(key);
@@ -51,8 +51,7 @@ TEST_CASE("the store writes nothing for a refused POST") {
   store.post(post("op-1", "key-1", 100, 10, "a"));
 
   CHECK(store.post(post("op-2", "key-1", 109)).delivery == re::Delivery::refused_other_operation);
-  CHECK(store.post(post("op-1", "key-1", 109, 10, "b")).delivery ==
-        re::Delivery::refused_different_payload);
+  CHECK(store.post(post("op-1", "key-1", 109, 10, "b")).delivery == re::Delivery::refused_different_payload);
 
   const auto op1 = store.read("op-1");
   CHECK(op1.effects.size() == 1);

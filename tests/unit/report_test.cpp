@@ -91,7 +91,8 @@ TEST_CASE("the report escapes every text it takes from the sweep") {
 TEST_CASE("the report shows the per-policy totals from sweep.json") {
   Rendered r;
   CHECK_THAT(r.html, ContainsSubstring("<tr><td>alpha</td><td>4</td><td>2</td><td>0</td><td>0</td><td>6</td></tr>"));
-  CHECK_THAT(r.html, ContainsSubstring("<tr><td>beta &lt;b&gt;</td><td>6</td><td>5</td><td>5</td><td>1</td><td>17</td></tr>"));
+  CHECK_THAT(r.html,
+             ContainsSubstring("<tr><td>beta &lt;b&gt;</td><td>6</td><td>5</td><td>5</td><td>1</td><td>17</td></tr>"));
   CHECK_THAT(r.html, ContainsSubstring("23 of 24 cells run"));
   CHECK_THAT(r.html, ContainsSubstring("c0ffee"));
 }
@@ -148,7 +149,8 @@ TEST_CASE("the report refuses a malformed cells.jsonl line, naming the file and 
   write_tiny_sweep(dir.path());
   const auto cells = read_file(dir.path() / "cells.jsonl");
   const auto second = cells.find('\n') + 1;
-  write_file_atomically(dir.path() / "cells.jsonl", cells.substr(0, second) + "{\"policy\":\"alpha\",\"parameters\":{},\"verdict\":\"MAYBE\"}\n");
+  write_file_atomically(dir.path() / "cells.jsonl",
+                        cells.substr(0, second) + "{\"policy\":\"alpha\",\"parameters\":{},\"verdict\":\"MAYBE\"}\n");
   try {
     report::write_report(dir.path(), dir.path());
     FAIL("expected ReportInputError");

@@ -106,7 +106,10 @@ TEST_CASE("a clock rollback step moves a node's reading back without moving refe
   auto doc = shipped("018-unsafe-node-local.json").document;
   // Node B's clock is corrected back by 30 s before it recovers: it now reads
   // T0+40, sees the key ACTIVE, and its replay is deduplicated.
-  const json rollback = {{"kind", "set_clock_offset"}, {"node", "node-b"}, {"at_s", 50}, {"offset_s", -10},
+  const json rollback = {{"kind", "set_clock_offset"},
+                         {"node", "node-b"},
+                         {"at_s", 50},
+                         {"offset_s", -10},
                          {"expect", {{"reading_s", 4'000'040}}}};
   doc["steps"].insert(doc["steps"].begin() + 4, rollback);
   doc["steps"][5]["expect"] = {{"temporal_state", "ACTIVE"}, {"delivery", "deduplicated"}};
@@ -122,7 +125,8 @@ TEST_CASE("connection URLs in evidence never show a password") {
         "postgresql://db:5432/x?sslmode=require&password=***");
   CHECK(infra::redact_url("host=db password=secret dbname=x") == "host=db password=*** dbname=x");
   CHECK(infra::redact_url("host=db password='se cret' dbname=x") == "host=db password=*** dbname=x");
-  CHECK(infra::redact_url("postgresql://postgres@127.0.0.1:5432/postgres") == "postgresql://***@127.0.0.1:5432/postgres");
+  CHECK(infra::redact_url("postgresql://postgres@127.0.0.1:5432/postgres") ==
+        "postgresql://***@127.0.0.1:5432/postgres");
 }
 
 TEST_CASE("a scenario file with a key given twice is refused") {

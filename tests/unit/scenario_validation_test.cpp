@@ -119,7 +119,8 @@ TEST_CASE("step order rules: known node, known kind, reference time never goes b
 }
 
 TEST_CASE("a file that is not JSON, or is missing, names the file") {
-  CHECK_THROWS_WITH(load_scenario_file("/nonexistent/x.json"), Catch::Matchers::ContainsSubstring("/nonexistent/x.json"));
+  CHECK_THROWS_WITH(load_scenario_file("/nonexistent/x.json"),
+                    Catch::Matchers::ContainsSubstring("/nonexistent/x.json"));
   CHECK_THROWS_AS(collect_scenario_files({"/nonexistent/dir"}), ScenarioFileError);
 }
 

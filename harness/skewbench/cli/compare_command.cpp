@@ -65,7 +65,9 @@ class Report {
                             (!base.is_object() || base.at("verdict") != "CONFLICT");
     if (regression) ++regressions_;
     if (limit_ != 0 && rows_.size() >= limit_) return;
-    auto side = [](const json& r, const char* field) { return r.is_object() ? text(r[field]) : std::string("(absent)"); };
+    auto side = [](const json& r, const char* field) {
+      return r.is_object() ? text(r[field]) : std::string("(absent)");
+    };
     rows_.push_back({key, side(base, "verdict") + " -> " + side(candidate, "verdict"),
                      side(base, "decision") + " -> " + side(candidate, "decision"),
                      side(base, "effect_count") + " -> " + side(candidate, "effect_count"),
@@ -88,14 +90,18 @@ class Report {
         out << "No " << what << " changed verdict, decision or effect count.\n\n";
       } else {
         out << "| " << what << " | verdict | decision | effects | |\n|---|---|---|---|---|\n";
-        for (const auto& r : rows_) out << "| " << r[0] << " | " << r[1] << " | " << r[2] << " | " << r[3] << " | " << (r[4].empty() ? "" : "**" + r[4] + "**") << " |\n";
+        for (const auto& r : rows_)
+          out << "| " << r[0] << " | " << r[1] << " | " << r[2] << " | " << r[3] << " | "
+              << (r[4].empty() ? "" : "**" + r[4] + "**") << " |\n";
         if (changed_ > rows_.size()) out << "\n(" << changed_ - rows_.size() << " more not shown)\n";
         out << "\n";
       }
-      out << "### Totals per policy (base -> candidate)\n\n| policy | SAFE | CONFLICT | HELD | ERROR |\n|---|---|---|---|---|\n";
+      out << "### Totals per policy (base -> candidate)\n\n| policy | SAFE | CONFLICT | HELD | ERROR "
+             "|\n|---|---|---|---|---|\n";
       for (const auto& [policy, t] : totals_) {
         out << "| " << policy;
-        for (const char* v : {"SAFE", "CONFLICT", "HELD", "ERROR"}) out << " | " << get(t.first, v) << " -> " << get(t.second, v);
+        for (const char* v : {"SAFE", "CONFLICT", "HELD", "ERROR"})
+          out << " | " << get(t.first, v) << " -> " << get(t.second, v);
         out << " |\n";
       }
       out << "\n";
@@ -128,7 +134,9 @@ class Report {
   }
 
  private:
-  static std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
+  static std::string pad(const std::string& s, std::size_t w) {
+    return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
+  }
   static std::uint64_t get(const std::map<std::string, std::uint64_t>& m, const char* k) {
     const auto it = m.find(k);
     return it == m.end() ? 0 : it->second;
@@ -145,7 +153,8 @@ class Report {
 
 bool differs(const json& a, const json& b) {
   if (!a.is_object() || !b.is_object()) return true;
-  return a.at("verdict") != b.at("verdict") || a.value("decision", json(nullptr)) != b.value("decision", json(nullptr)) ||
+  return a.at("verdict") != b.at("verdict") ||
+         a.value("decision", json(nullptr)) != b.value("decision", json(nullptr)) ||
          a.value("effect_count", json(nullptr)) != b.value("effect_count", json(nullptr));
 }
 
@@ -153,7 +162,8 @@ int compare_runs(const fs::path& base_dir, const fs::path& cand_dir, Report& rep
   const auto base = read_json(base_dir / "summary.json");
   const auto cand = read_json(cand_dir / "summary.json");
   if (base.value("schema_version", "") != cand.value("schema_version", "")) {
-    throw CannotCompare("different schema versions: " + text(base["schema_version"]) + " and " + text(cand["schema_version"]));
+    throw CannotCompare("different schema versions: " + text(base["schema_version"]) + " and " +
+                        text(cand["schema_version"]));
   }
   std::map<std::string, std::pair<json, json>> rows;
   for (const auto& r : base.at("scenarios")) rows[r.at("id").get<std::string>()].first = r;
@@ -172,7 +182,8 @@ int compare_sweeps(const fs::path& base_dir, const fs::path& cand_dir, Report& r
   const auto base = sweep::read_sweep_summary(base_dir);
   const auto cand = sweep::read_sweep_summary(cand_dir);
   if (base["schema_version"] != cand["schema_version"]) {
-    throw CannotCompare("different schema versions: " + text(base["schema_version"]) + " and " + text(cand["schema_version"]));
+    throw CannotCompare("different schema versions: " + text(base["schema_version"]) + " and " +
+                        text(cand["schema_version"]));
   }
   if (base.at("grid").at("identity_digest") != cand.at("grid").at("identity_digest")) {
     throw CannotCompare("different grids: the policies' labels or the axes (names, values, scope) differ");
@@ -195,7 +206,8 @@ int compare_sweeps(const fs::path& base_dir, const fs::path& cand_dir, Report& r
     if (ga != gb) throw CannotCompare("the two cells.jsonl files have different lengths");
     const auto ra = json::parse(la);
     const auto rb = json::parse(lb);
-    if (ra.at("cell") != rb.at("cell") || ra.at("parameters") != rb.at("parameters") || ra.at("policy") != rb.at("policy")) {
+    if (ra.at("cell") != rb.at("cell") || ra.at("parameters") != rb.at("parameters") ||
+        ra.at("policy") != rb.at("policy")) {
       throw CannotCompare("cell " + text(ra["cell"]) + " does not match between the two sweeps");
     }
     report.count(ra, rb);

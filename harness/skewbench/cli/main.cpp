@@ -62,15 +62,16 @@ int main(int argc, char** argv) {
   merge_cmd->add_flag("--overwrite", merge.overwrite, "write into an --out directory that already holds a sweep");
 
   cli::CompareArgs compare;
-  auto* compare_cmd = app.add_subcommand(
-      "compare", "what changed between two runs or two sweeps; exit 1 on a new CONFLICT");
+  auto* compare_cmd =
+      app.add_subcommand("compare", "what changed between two runs or two sweeps; exit 1 on a new CONFLICT");
   compare_cmd->add_option("base", compare.base, "the base run or sweep directory")->required();
   compare_cmd->add_option("candidate", compare.candidate, "the candidate run or sweep directory")->required();
   compare_cmd->add_option("--format", compare.format, "text or markdown")->check(CLI::IsMember({"text", "markdown"}));
   compare_cmd->add_option("--limit", compare.limit, "show at most this many changed rows (default 500; 0 = all)");
 
   cli::ReportArgs report;
-  auto* report_cmd = app.add_subcommand("report", "draw a sweep as report.html and one SVG heat map per policy and map");
+  auto* report_cmd =
+      app.add_subcommand("report", "draw a sweep as report.html and one SVG heat map per policy and map");
   report_cmd->add_option("dir", report.sweep_dir, "the sweep directory (sweep.json and cells.jsonl)")->required();
   report_cmd->add_option("--out", report.out_dir, "directory for report.html and maps/ (default: the sweep directory)");
 

@@ -51,19 +51,21 @@ int run_sweep(const SweepArgs& args) {
   }
   if (grid->cell_scenario(grid->cell(0)).needs_remote_control()) {
     // Workers share one remote; one cell restarting it would break the others.
-    std::cerr << "skewbench: " << args.grid_path << ": the base scenario has a restart_remote step, which a sweep cannot run\n";
+    std::cerr << "skewbench: " << args.grid_path
+              << ": the base scenario has a restart_remote step, which a sweep cannot run\n";
     return exit_code::kUsage;
   }
   const fs::path out_dir = args.out_dir;
   if (holds_sweep(out_dir) && !args.overwrite) {
-    std::cerr << "skewbench: " << out_dir.string() << " already holds a sweep; choose another --out or pass --overwrite\n";
+    std::cerr << "skewbench: " << out_dir.string()
+              << " already holds a sweep; choose another --out or pass --overwrite\n";
     return exit_code::kUsage;
   }
   if (!remote_url_is_usable(args.services)) return exit_code::kUsage;
   // Each job holds one PostgreSQL connection and one remote-effect worker
   // thread; the started services are sized for kMaxJobs.
-  const unsigned jobs = args.jobs > 0 ? static_cast<unsigned>(args.jobs)
-                                      : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
+  const unsigned jobs =
+      args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
 
   try {
     runner::Stack stack(args.services);
@@ -73,9 +75,9 @@ int run_sweep(const SweepArgs& args) {
     {
       infra::PgOutbox outbox(stack.database_url(), run_id);
       infra::HttpRemote remote(stack.remote_url());
-      const auto env = evidence::describe_environment(run_id, outbox.info(), stack.database_url(),
-                                                      stack.embedded_database(), remote.health(),
-                                                      stack.remote_url(), stack.embedded_remote());
+      const auto env =
+          evidence::describe_environment(run_id, outbox.info(), stack.database_url(), stack.embedded_database(),
+                                         remote.health(), stack.remote_url(), stack.embedded_remote());
       environment = env.to_json();
       warnings = env.warnings;
     }
@@ -83,8 +85,8 @@ int run_sweep(const SweepArgs& args) {
       std::cerr << "skewbench: sweep " << grid->id() << ": " << shard.size_of(grid->cell_count()) << " of "
                 << grid->cell_count() << " cells, " << jobs << " jobs\n";
     }
-    sweep::SweepSettings settings{stack.database_url(), stack.remote_url(), nullptr,   run_id,
-                                  jobs,                 shard,              !args.services.quiet, &interrupted_flag()};
+    sweep::SweepSettings settings{stack.database_url(), stack.remote_url(), nullptr, run_id, jobs, shard,
+                                  !args.services.quiet, &interrupted_flag()};
     const auto outcome = sweep::run_cells(*grid, settings, out_dir);
     environment["finished_at_utc"] = evidence::utc_now_iso8601();
     const auto summary = sweep::sweep_summary(*grid, shard, outcome, environment, warnings, jobs);
@@ -138,7 +140,8 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
     const auto& s = summaries[i];
     const auto where = args.shard_dirs[i] + "/sweep.json";
     if (s["schema_version"] != first["schema_version"]) {
-      std::cerr << "skewbench: " << where << " has schema " << s["schema_version"] << ", not " << first["schema_version"] << "\n";
+      std::cerr << "skewbench: " << where << " has schema " << s["schema_version"] << ", not "
+                << first["schema_version"] << "\n";
       return exit_code::kUsage;
     }
     if (s["grid"]["identity_digest"] != first["grid"]["identity_digest"] ||
@@ -153,7 +156,8 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
       return exit_code::kUsage;
     }
     if (n != count) {
-      std::cerr << "skewbench: " << where << " is shard " << index << "/" << n << ", but others are of " << count << "\n";
+      std::cerr << "skewbench: " << where << " is shard " << index << "/" << n << ", but others are of " << count
+                << "\n";
       return exit_code::kUsage;
     }
     if (seen[index]) {
@@ -162,7 +166,8 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
     }
     seen[index] = true;
     if (!s["complete"].get<bool>()) {
-      std::cerr << "skewbench: " << where << " is incomplete (" << s["cells_done"] << " of " << s["cells_planned"] << " cells)\n";
+      std::cerr << "skewbench: " << where << " is incomplete (" << s["cells_done"] << " of " << s["cells_planned"]
+                << " cells)\n";
       return exit_code::kUsage;
     }
   }
@@ -174,7 +179,8 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
   }
   const fs::path out_dir = args.out_dir;
   if (holds_sweep(out_dir) && !args.overwrite) {
-    std::cerr << "skewbench: " << out_dir.string() << " already holds a sweep; choose another --out or pass --overwrite\n";
+    std::cerr << "skewbench: " << out_dir.string()
+              << " already holds a sweep; choose another --out or pass --overwrite\n";
     return exit_code::kUsage;
   }
 
@@ -231,7 +237,8 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
   merged["jobs"] = nullptr;
   merged["cells_per_s"] = nullptr;
   write_file_atomically(out_dir / "sweep.json", merged.dump(2) + "\n");
-  std::cout << "merged " << summaries.size() << " shards: " << writer.written() << " cells, core digest " << digest << "\n";
+  std::cout << "merged " << summaries.size() << " shards: " << writer.written() << " cells, core digest " << digest
+            << "\n";
   return merged["errors"].get<std::uint64_t>() > 0 ? exit_code::kInfrastructure : exit_code::kPass;
 }
 

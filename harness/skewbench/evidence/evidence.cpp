@@ -50,11 +50,11 @@ std::string markdown(const std::vector<const scenario::Scenario*>& scenarios,
   md << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
     const json row_final = r.final_measurement.is_object() ? r.final_measurement : json::object();
-    md << "| " << r.scenario_id << " | " << r.policy << " | " << cell(r.temporal_state()) << " | "
-       << cell(r.decision()) << " | " << cell(row_final.value("post_requests", json(nullptr))) << " | "
+    md << "| " << r.scenario_id << " | " << r.policy << " | " << cell(r.temporal_state()) << " | " << cell(r.decision())
+       << " | " << cell(row_final.value("post_requests", json(nullptr))) << " | "
        << cell(row_final.value("effect_count", json(nullptr))) << " | "
-       << cell(row_final.value("status", json(nullptr))) << " | " << r.verdict << " | "
-       << (r.pass ? "yes" : "**no**") << " |\n";
+       << cell(row_final.value("status", json(nullptr))) << " | " << r.verdict << " | " << (r.pass ? "yes" : "**no**")
+       << " |\n";
   }
   bool any_section = false;
   for (const auto* s : scenarios) any_section = any_section || s->report_as.has_value();
@@ -118,8 +118,8 @@ std::vector<std::string> standard_warnings(int postgres_major) {
 }
 
 RunEnvironment describe_environment(const std::string& run_id, const infra::PostgresInfo& postgres,
-                                    const std::string& database_url, bool embedded_database,
-                                    const json& health, const std::string& remote_url, bool embedded_remote) {
+                                    const std::string& database_url, bool embedded_database, const json& health,
+                                    const std::string& remote_url, bool embedded_remote) {
   RunEnvironment env;
   env.run_id = run_id;
   env.started_at_utc = utc_now_iso8601();
@@ -128,8 +128,8 @@ RunEnvironment describe_environment(const std::string& run_id, const infra::Post
                     {"url", infra::redact_url(database_url)},
                     {"embedded", embedded_database}};
   env.remote_effect = {{"url", remote_url}, {"embedded", embedded_remote}};
-  for (const char* field : {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync",
-                            "default_ttl_seconds"}) {
+  for (const char* field :
+       {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync", "default_ttl_seconds"}) {
     env.remote_effect[field] = health.value(field, json(nullptr));
   }
   env.warnings = standard_warnings(postgres.major());
@@ -153,12 +153,8 @@ json scenario_core(const scenario::Scenario& s, const runner::ScenarioResult& r)
   for (const auto& record : r.timeline) steps.push_back(core_step(record));
   json checks = json::array();
   for (const auto& c : r.checks) checks.push_back(check_json(c));
-  return {{"input", s.document},
-          {"steps", steps},
-          {"final", r.final_measurement},
-          {"checks", checks},
-          {"verdict", r.verdict},
-          {"errored", r.error.has_value()},
+  return {{"input", s.document}, {"steps", steps},       {"final", r.final_measurement},
+          {"checks", checks},    {"verdict", r.verdict}, {"errored", r.error.has_value()},
           {"pass", r.pass}};
 }
 
@@ -245,9 +241,9 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
 }
 
 std::string results_table(const std::vector<runner::ScenarioResult>& results) {
-  const std::vector<std::pair<std::string, std::size_t>> columns = {
-      {"scenario", 34}, {"policy", 19}, {"temporal", 13}, {"decision", 16}, {"POSTs", 6},
-      {"effects", 8},   {"status", 10}, {"verdict", 9},   {"pass", 4}};
+  const std::vector<std::pair<std::string, std::size_t>> columns = {{"scenario", 34}, {"policy", 19}, {"temporal", 13},
+                                                                    {"decision", 16}, {"POSTs", 6},   {"effects", 8},
+                                                                    {"status", 10},   {"verdict", 9}, {"pass", 4}};
   std::ostringstream out;
   for (const auto& [name, width] : columns) out << pad(name, width) << " ";
   out << "\n";

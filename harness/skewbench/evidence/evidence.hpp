@@ -62,8 +62,8 @@ nlohmann::json published_result(const std::vector<const scenario::Scenario*>& sc
 // Writes DIR/scenarios/<id>.json, DIR/summary.json, DIR/result.json and
 // DIR/RESULT.md, each atomically. Returns the run's core digest.
 std::string write_run_artifacts(const std::filesystem::path& out_dir,
-                                 const std::vector<const scenario::Scenario*>& scenarios,
-                                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
+                                const std::vector<const scenario::Scenario*>& scenarios,
+                                const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
 
 // The plain-text table printed at the end of a run.
 std::string results_table(const std::vector<runner::ScenarioResult>& results);

@@ -135,7 +135,7 @@ json clock_model(const std::map<std::string, Section>& sections) {
         m["decision_reading_relative_s"] = relative((*rec)["reading_s"], s.scenario->t0_s);
         if (!(*rec)["interval_lower_s"].is_null()) {
           m["uncertainty_interval_relative_s"] = {relative((*rec)["interval_lower_s"], s.scenario->t0_s),
-                                                   relative((*rec)["interval_upper_s"], s.scenario->t0_s)};
+                                                  relative((*rec)["interval_upper_s"], s.scenario->t0_s)};
         }
       }
     }
@@ -147,7 +147,8 @@ json clock_model(const std::map<std::string, Section>& sections) {
 }
 
 json check(const char* id, bool passed, json evidence) {
-  return {{"id", id}, {"passed", passed}, {"points", passed ? 2 : 0}, {"max_points", 2}, {"evidence", std::move(evidence)}};
+  return {
+      {"id", id}, {"passed", passed}, {"points", passed ? 2 : 0}, {"max_points", 2}, {"evidence", std::move(evidence)}};
 }
 
 json missing(const char* id, const char* section) {
@@ -214,7 +215,8 @@ json published_result(const std::vector<const Scenario*>& scenarios, const std::
                             {"effect_count", f["effect_count"]},
                             {"status", f["status"]}}));
   } else {
-    checks.push_back(missing("declared_clock_authority_deduplicates_despite_local_disagreement", "safe_clock_authority"));
+    checks.push_back(
+        missing("declared_clock_authority_deduplicates_despite_local_disagreement", "safe_clock_authority"));
   }
 
   if (guard.usable() && first_recover(*guard.result)) {
@@ -227,9 +229,9 @@ json published_result(const std::vector<const Scenario*>& scenarios, const std::
       const auto expiry = rec["expires_at_s"].get<std::int64_t>();
       straddles = lower < expiry && expiry <= upper;
     }
-    const bool passed = straddles && rec["temporal_state"] == "TIME_UNKNOWN" && rec["reconciled_status"] == "committed" &&
-                        rec["replayed"] == false && f["post_requests"] == 1 && f["effect_count"] == 1 &&
-                        f["outbox_status"] == "delivered";
+    const bool passed = straddles && rec["temporal_state"] == "TIME_UNKNOWN" &&
+                        rec["reconciled_status"] == "committed" && rec["replayed"] == false &&
+                        f["post_requests"] == 1 && f["effect_count"] == 1 && f["outbox_status"] == "delivered";
     checks.push_back(check("skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles", passed,
                            {{"interval", {rec["interval_lower_s"], rec["interval_upper_s"]}},
                             {"expires_at", rec["expires_at_s"]},

@@ -60,9 +60,12 @@ std::optional<std::int64_t> optional_int(const pqxx::field& f) {
 
 const char* to_string(TransportOutcome outcome) {
   switch (outcome) {
-    case TransportOutcome::AckReceived: return "ACK_RECEIVED";
-    case TransportOutcome::AckUnknown: return "ACK_UNKNOWN";
-    case TransportOutcome::Rejected: return "REJECTED";
+    case TransportOutcome::AckReceived:
+      return "ACK_RECEIVED";
+    case TransportOutcome::AckUnknown:
+      return "ACK_UNKNOWN";
+    case TransportOutcome::Rejected:
+      return "REJECTED";
   }
   return "INVALID";
 }
@@ -88,8 +91,7 @@ std::string redact_url(const std::string& url) {
   // URL user info (scheme://user:password@), and a password given as a
   // key=value pair or a URL query parameter.
   static const std::regex kUserInfo(R"(^([a-zA-Z][a-zA-Z0-9+.-]*://)([^@/]*)@)");
-  static const std::regex kPasswordParameter(R"((^|[\s?&])(password\s*=\s*)('[^']*'|[^\s&]*))",
-                                             std::regex::icase);
+  static const std::regex kPasswordParameter(R"((^|[\s?&])(password\s*=\s*)('[^']*'|[^\s&]*))", std::regex::icase);
   return std::regex_replace(std::regex_replace(url, kUserInfo, "$1***@"), kPasswordParameter, "$1$2***");
 }
 
@@ -130,8 +132,8 @@ PgOutbox::PgOutbox(const std::string& database_url, std::string run_id) : run_id
     const auto version = v[0][0].as<int>();
     if (version > kOutboxSchemaVersion) {
       throw InfrastructureError("database schema version " + std::to_string(version) +
-                                " is newer than this harness understands (" +
-                                std::to_string(kOutboxSchemaVersion) + ")");
+                                " is newer than this harness understands (" + std::to_string(kOutboxSchemaVersion) +
+                                ")");
     }
     const auto s = pq::exec0(tx, "SELECT current_setting('server_version'), current_setting('server_version_num')");
     info_.server_version = s[0][0].c_str();
@@ -183,8 +185,7 @@ void PgOutbox::declare_operation(const std::string& operation_id) {
 void PgOutbox::commit_operation(const std::string& operation_id, const std::string& idempotency_key,
                                 std::int64_t ttl_s) {
   in_transaction("commit_operation", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "commit_business", run_id_, operation_id), "commit_business",
-                    operation_id);
+    require_one_row(pq::exec_prepared(tx, "commit_business", run_id_, operation_id), "commit_business", operation_id);
     require_one_row(pq::exec_prepared(tx, "insert_outbox", run_id_, operation_id, idempotency_key, ttl_s),
                     "insert_outbox", operation_id);
   });
@@ -192,8 +193,8 @@ void PgOutbox::commit_operation(const std::string& operation_id, const std::stri
 
 void PgOutbox::record_attempt(const std::string& operation_id, std::int64_t logical_time_s) {
   in_transaction("record_attempt", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "record_attempt", run_id_, operation_id, logical_time_s),
-                    "record_attempt", operation_id);
+    require_one_row(pq::exec_prepared(tx, "record_attempt", run_id_, operation_id, logical_time_s), "record_attempt",
+                    operation_id);
   });
 }
 
@@ -208,8 +209,8 @@ void PgOutbox::record_outcome(const std::string& operation_id, TransportOutcome 
 
 void PgOutbox::mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) {
   in_transaction("mark_delivered", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "mark_delivered", run_id_, operation_id, logical_time_s),
-                    "mark_delivered", operation_id);
+    require_one_row(pq::exec_prepared(tx, "mark_delivered", run_id_, operation_id, logical_time_s), "mark_delivered",
+                    operation_id);
   });
 }
 

@@ -13,8 +13,8 @@ namespace skewbench::infra {
 inline constexpr int kOutboxSchemaVersion = 1;
 
 struct PostgresInfo {
-  std::string server_version;      // SHOW server_version, e.g. "17.6 (Debian ...)"
-  int server_version_num = 0;      // e.g. 170006
+  std::string server_version;  // SHOW server_version, e.g. "17.6 (Debian ...)"
+  int server_version_num = 0;  // e.g. 170006
   int major() const { return server_version_num / 10000; }
 };
 

@@ -31,11 +31,11 @@ struct PostEffectRequest {
 
 // One request and what came back, as recorded in the timeline.
 struct HttpExchange {
-  nlohmann::json request;                 // method, path, headers
-  std::optional<int> http_status;         // absent when no response arrived
-  nlohmann::json response_body;           // null when no response arrived
+  nlohmann::json request;          // method, path, headers
+  std::optional<int> http_status;  // absent when no response arrived
+  nlohmann::json response_body;    // null when no response arrived
   TransportOutcome outcome = TransportOutcome::AckReceived;
-  std::int64_t duration_us = 0;           // wall time; never part of the core digest
+  std::int64_t duration_us = 0;  // wall time; never part of the core digest
 };
 
 class RemoteApi {
@@ -79,8 +79,8 @@ class OutboxApi {
   // key's window [created_at, created_at + ttl).
   virtual void record_attempt(const std::string& operation_id, std::int64_t logical_time_s) = 0;
   // After a POST: the transport outcome; delivered -> status delivered at time.
-  virtual void record_outcome(const std::string& operation_id, TransportOutcome outcome,
-                              bool delivered, std::int64_t logical_time_s) = 0;
+  virtual void record_outcome(const std::string& operation_id, TransportOutcome outcome, bool delivered,
+                              std::int64_t logical_time_s) = 0;
   // Recovery concluded from the remote's state that the effect exists.
   virtual void mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) = 0;
   virtual OutboxRow read(const std::string& operation_id) = 0;

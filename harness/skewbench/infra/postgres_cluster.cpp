@@ -18,9 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool has_server_binaries(const fs::path& dir) {
-  return fs::exists(dir / "initdb") && fs::exists(dir / "pg_ctl");
-}
+bool has_server_binaries(const fs::path& dir) { return fs::exists(dir / "initdb") && fs::exists(dir / "pg_ctl"); }
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
@@ -74,8 +72,8 @@ PostgresCluster::PostgresCluster(std::optional<fs::path> bindir)
     }
   }
   const auto data = dir_.path() / "data";
-  const auto init = run_command(as_postgres({(bindir_ / "initdb").string(), "-D", data.string(), "-A", "trust",
-                                             "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"}));
+  const auto init = run_command(as_postgres({(bindir_ / "initdb").string(), "-D", data.string(), "-A", "trust", "-U",
+                                             "postgres", "-E", "UTF8", "--locale=C", "--no-sync"}));
   if (init.exit_code != 0) throw InfrastructureError("initdb failed:\n" + init.output);
 
   // A port can be taken between asking and binding; try a few.
@@ -84,9 +82,9 @@ PostgresCluster::PostgresCluster(std::optional<fs::path> bindir)
     port_ = free_loopback_port();
     const std::string options = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) +
                                 " -c unix_socket_directories=" + dir_.path().string();
-    const auto start = run_command(as_postgres({(bindir_ / "pg_ctl").string(), "-D", data.string(), "-l",
-                                                (dir_.path() / "server.log").string(), "-o", options, "-w", "-t",
-                                                "60", "start"}));
+    const auto start =
+        run_command(as_postgres({(bindir_ / "pg_ctl").string(), "-D", data.string(), "-l",
+                                 (dir_.path() / "server.log").string(), "-o", options, "-w", "-t", "60", "start"}));
     if (start.exit_code == 0) {
       running_ = true;
     } else {
@@ -106,8 +104,8 @@ PostgresCluster::PostgresCluster(std::optional<fs::path> bindir)
 
 void PostgresCluster::start_watchdog() {
   std::string stop_command;
-  for (const auto& arg : as_postgres({(bindir_ / "pg_ctl").string(), "-D", (dir_.path() / "data").string(), "-m",
-                                      "immediate", "-w", "stop"})) {
+  for (const auto& arg : as_postgres(
+           {(bindir_ / "pg_ctl").string(), "-D", (dir_.path() / "data").string(), "-m", "immediate", "-w", "stop"})) {
     stop_command += "'" + arg + "' ";
   }
   // $0 is the cluster's directory. USR1: we stopped the server ourselves.

@@ -13,7 +13,8 @@ const nlohmann::json& field(const nlohmann::json& body, const char* name) {
 
 std::int64_t int_field(const nlohmann::json& body, const char* name) {
   const auto& v = field(body, name);
-  if (!v.is_number_integer()) throw InfrastructureError(std::string("remote snapshot field \"") + name + "\" is not an integer");
+  if (!v.is_number_integer())
+    throw InfrastructureError(std::string("remote snapshot field \"") + name + "\" is not an integer");
   return v.get<std::int64_t>();
 }
 

@@ -6,11 +6,8 @@ namespace skewbench::policy {
 
 nlohmann::json PolicyEvaluation::to_json() const {
   nlohmann::json out = {
-      {"time_basis", time_basis},
-      {"reading_s", reading_s},
-      {"decision_time_s", decision_time_s},
-      {"temporal_state", to_string(state)},
-      {"decision", to_string(decision)},
+      {"time_basis", time_basis},           {"reading_s", reading_s},          {"decision_time_s", decision_time_s},
+      {"temporal_state", to_string(state)}, {"decision", to_string(decision)},
   };
   if (interval) out["interval_s"] = {interval->lower_s, interval->upper_s};
   return out;

@@ -23,15 +23,15 @@ namespace skewbench::policy {
 
 // What a recovering node knows when it decides. All times are logical.
 struct RecoveryContext {
-  LogicalSeconds reference_s = 0;  // the step's reference ("true") time
-  time::NodeClock node_clock;      // the recovering node's clock
-  LogicalSeconds expires_at_s = 0; // the idempotency record's expiry
+  LogicalSeconds reference_s = 0;   // the step's reference ("true") time
+  time::NodeClock node_clock;       // the recovering node's clock
+  LogicalSeconds expires_at_s = 0;  // the idempotency record's expiry
 };
 
 struct PolicyEvaluation {
-  std::string time_basis;                     // whose time decided, e.g. "authority:<identity>"
-  LogicalSeconds reading_s = 0;               // that time source's reading
-  LogicalSeconds decision_time_s = 0;         // the X-Logical-Time a replay carries
+  std::string time_basis;              // whose time decided, e.g. "authority:<identity>"
+  LogicalSeconds reading_s = 0;        // that time source's reading
+  LogicalSeconds decision_time_s = 0;  // the X-Logical-Time a replay carries
   std::optional<time::UncertaintyInterval> interval;
   TemporalState state = TemporalState::TimeUnknown;
   Decision decision = Decision::ReconcileFirst;

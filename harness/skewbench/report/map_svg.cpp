@@ -63,10 +63,10 @@ struct Layout {
   int lanes_top = 0;
   int legend_top = 0;
   int mark_list_top = 0;
-  bool y_title_horizontal = false;  // a rotated y-axis title longer than the grid is set level instead
-  std::vector<int> lane_of_mark;        // per placed mark; -1 when not on the grid
-  std::vector<int> label_x_of_mark;     // left edge of its label above the grid
-  std::vector<int> legend_x;            // per legend item
+  bool y_title_horizontal = false;   // a rotated y-axis title longer than the grid is set level instead
+  std::vector<int> lane_of_mark;     // per placed mark; -1 when not on the grid
+  std::vector<int> label_x_of_mark;  // left edge of its label above the grid
+  std::vector<int> legend_x;         // per legend item
   std::vector<int> legend_row;
 
   int grid_w() const { return nx * cell; }
@@ -150,8 +150,10 @@ class MapRenderer {
   // Wide enough for the grid and for every line of text.
   void plan_width() {
     auto& l = layout_;
-    l.width = std::max({l.left + l.grid_w() + kPadPx + 6, 360, text_width_px(map_title(slice_), kTitleFontPx) + 2 * kPadPx});
-    for (const auto& line : subtitle_lines(slice_)) l.width = std::max(l.width, text_width_px(line, kTextFontPx) + 2 * kPadPx);
+    l.width =
+        std::max({l.left + l.grid_w() + kPadPx + 6, 360, text_width_px(map_title(slice_), kTitleFontPx) + 2 * kPadPx});
+    for (const auto& line : subtitle_lines(slice_))
+      l.width = std::max(l.width, text_width_px(line, kTextFontPx) + 2 * kPadPx);
     for (const auto& m : slice_.marks()) {
       const auto [first, second] = mark_lines(slice_, m);
       l.width = std::max({l.width, text_width_px(first, kTextFontPx) + 2 * kPadPx + 18,
@@ -261,8 +263,10 @@ class MapRenderer {
     std::ostringstream path;
     const bool lines = l.cell >= kGridLineMinCellPx;
     for (int i = 1; lines && i < l.nx; ++i) path << "M" << l.left + i * l.cell << " " << l.top << "V" << l.bottom();
-    for (int j = 1; lines && j < l.ny; ++j) path << "M" << l.left << " " << l.top + j * l.cell << "H" << l.left + l.grid_w();
-    if (!path.str().empty()) out_ << "<path d=\"" << path.str() << "\" stroke=\"#ffffff\" stroke-width=\"1\" fill=\"none\"/>\n";
+    for (int j = 1; lines && j < l.ny; ++j)
+      path << "M" << l.left << " " << l.top + j * l.cell << "H" << l.left + l.grid_w();
+    if (!path.str().empty())
+      out_ << "<path d=\"" << path.str() << "\" stroke=\"#ffffff\" stroke-width=\"1\" fill=\"none\"/>\n";
     out_ << "<rect x=\"" << l.left << "\" y=\"" << l.top << "\" width=\"" << l.grid_w() << "\" height=\"" << l.grid_h()
          << "\" fill=\"none\" stroke=\"" << kMutedInk << "\" stroke-width=\"1\"/>\n";
   }
@@ -276,8 +280,8 @@ class MapRenderer {
       for (std::size_t i = 0; i < static_cast<std::size_t>(l.nx); ++i) {
         const auto& style = style_of(slice_.at(i, j));
         if (style.letter.empty()) continue;
-        out_ << "<text x=\"" << l.centre_x(i) << "\" y=\"" << l.centre_y(j) + font * 7 / 20 << "\" fill=\""
-             << style.ink << "\">" << style.letter << "</text>\n";
+        out_ << "<text x=\"" << l.centre_x(i) << "\" y=\"" << l.centre_y(j) + font * 7 / 20 << "\" fill=\"" << style.ink
+             << "\">" << style.letter << "</text>\n";
       }
     }
     out_ << "</g>\n";
@@ -306,7 +310,8 @@ class MapRenderer {
     }
     const int y_label_x = kPadPx + kTextFontPx - 2;
     std::ostringstream rotated;
-    rotated << "text-anchor=\"middle\" font-weight=\"600\" transform=\"rotate(-90 " << y_label_x << " " << y_mid << ")\"";
+    rotated << "text-anchor=\"middle\" font-weight=\"600\" transform=\"rotate(-90 " << y_label_x << " " << y_mid
+            << ")\"";
     text(y_label_x, y_mid, slice_.y().name(), kTextFontPx, kInk, rotated.str());
   }
 

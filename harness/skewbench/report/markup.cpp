@@ -5,17 +5,25 @@
 namespace skewbench::report {
 
 const StateStyle& style_of(CellState state) {
-  static constexpr StateStyle kNotRun{"not run", "", "", "", "no record in cells.jsonl (incomplete sweep or another shard)"};
+  static constexpr StateStyle kNotRun{"not run", "", "", "",
+                                      "no record in cells.jsonl (incomplete sweep or another shard)"};
   static constexpr StateStyle kSafe{"SAFE", "#009E73", "#00291E", "S", "exactly one effect"};
   static constexpr StateStyle kConflict{"CONFLICT", "#D55E00", "#2B1300", "C", "the effect happened twice"};
-  static constexpr StateStyle kHeld{"HELD", "#F0E442", "#3D3800", "H", "no duplicate; time refused (TIME_UNKNOWN), escalated, or effect unconfirmed"};
-  static constexpr StateStyle kError{"ERROR", "#332288", "#FFFFFF", "E", "the harness failed; says nothing about safety"};
+  static constexpr StateStyle kHeld{"HELD", "#F0E442", "#3D3800", "H",
+                                    "no duplicate; time refused (TIME_UNKNOWN), escalated, or effect unconfirmed"};
+  static constexpr StateStyle kError{"ERROR", "#332288", "#FFFFFF", "E",
+                                     "the harness failed; says nothing about safety"};
   switch (state) {
-    case CellState::Safe: return kSafe;
-    case CellState::Conflict: return kConflict;
-    case CellState::Held: return kHeld;
-    case CellState::Error: return kError;
-    case CellState::NotRun: break;
+    case CellState::Safe:
+      return kSafe;
+    case CellState::Conflict:
+      return kConflict;
+    case CellState::Held:
+      return kHeld;
+    case CellState::Error:
+      return kError;
+    case CellState::NotRun:
+      break;
   }
   return kNotRun;
 }
@@ -35,12 +43,23 @@ std::string escape_xml(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

@@ -12,8 +12,7 @@ namespace skewbench::report {
 // What a heat-map cell shows: a cell's verdict, or that no record of it exists.
 enum class CellState : std::uint8_t { NotRun, Safe, Conflict, Held, Error };
 
-inline constexpr CellState kVerdictStates[] = {CellState::Safe, CellState::Conflict, CellState::Held,
-                                               CellState::Error};
+inline constexpr CellState kVerdictStates[] = {CellState::Safe, CellState::Conflict, CellState::Held, CellState::Error};
 
 // The colours are from the Okabe-Ito palette, chosen to stay apart under the
 // common colour-vision deficiencies; each cell also carries its letter, so the

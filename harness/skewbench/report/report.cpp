@@ -107,7 +107,8 @@ std::string swatch_html(CellState state) {
 std::string legend_html() {
   std::ostringstream out;
   out << "<h2>Legend</h2>\n<ul class=\"legend\">\n";
-  for (const auto state : {CellState::Safe, CellState::Conflict, CellState::Held, CellState::Error, CellState::NotRun}) {
+  for (const auto state :
+       {CellState::Safe, CellState::Conflict, CellState::Held, CellState::Error, CellState::NotRun}) {
     const auto& style = style_of(state);
     out << "<li>" << swatch_html(state) << "<strong>" << esc(style.name) << "</strong>"
         << (style.letter.empty() ? "" : " (" + std::string(style.letter) + ")") << ": " << esc(style.meaning)
@@ -129,7 +130,8 @@ std::string totals_html(const SweepInfo& sweep) {
   for (const auto& policy : sweep.policies) {
     const auto counts = sweep.per_policy.value(policy.label, json::object());
     out << "<tr><td>" << esc(policy.label) << "</td>";
-    for (const auto state : kVerdictStates) out << "<td>" << count_of(counts, std::string(style_of(state).name)) << "</td>";
+    for (const auto state : kVerdictStates)
+      out << "<td>" << count_of(counts, std::string(style_of(state).name)) << "</td>";
     out << "<td>" << count_of(counts, "cells") << "</td></tr>\n";
   }
   out << "</tbody>\n</table>\n";
@@ -142,8 +144,9 @@ std::string policy_html(const PolicyInfo& policy, const std::vector<const Slice*
   out << "<section>\n<h2>" << esc(policy.label) << "</h2>\n<p class=\"policy-json\"><code>" << esc(policy.policy.dump())
       << "</code></p>\n<div class=\"maps\">\n";
   for (std::size_t k = 0; k < slices.size(); ++k) {
-    out << "<figure>\n" << svgs[k] << "<figcaption>standalone: <a href=\"maps/" << esc(files[k]) << "\">maps/"
-        << esc(files[k]) << "</a></figcaption>\n</figure>\n";
+    out << "<figure>\n"
+        << svgs[k] << "<figcaption>standalone: <a href=\"maps/" << esc(files[k]) << "\">maps/" << esc(files[k])
+        << "</a></figcaption>\n</figure>\n";
   }
   if (slices.empty()) out << "<p>The grid names no maps.</p>\n";
   out << "</div>\n</section>\n";
@@ -165,16 +168,18 @@ std::string environment_text(const json& env, const std::string& pointer) {
 
 std::string environment_html(const json& env) {
   std::ostringstream out;
-  out << "<h2>Environment</h2>\n<p class=\"facts\">PostgreSQL " << esc(environment_text(env, "/postgresql/server_version"))
-      << " · remote-effect " << esc(environment_text(env, "/remote_effect/version")) << " (SQLite "
-      << esc(environment_text(env, "/remote_effect/sqlite_version")) << ", synchronous="
-      << esc(environment_text(env, "/remote_effect/sync")) << ") · skewbench "
+  out << "<h2>Environment</h2>\n<p class=\"facts\">PostgreSQL "
+      << esc(environment_text(env, "/postgresql/server_version")) << " · remote-effect "
+      << esc(environment_text(env, "/remote_effect/version")) << " (SQLite "
+      << esc(environment_text(env, "/remote_effect/sqlite_version"))
+      << ", synchronous=" << esc(environment_text(env, "/remote_effect/sync")) << ") · skewbench "
       << esc(environment_text(env, "/harness/version")) << " (" << esc(environment_text(env, "/harness/git_commit"))
       << ", " << esc(environment_text(env, "/harness/build_type")) << ")</p>\n";
   std::vector<std::pair<std::string, std::string>> rows;
   flatten(env, "", rows);
   out << "<details><summary>everything sweep.json records about the environment</summary>\n<table>\n";
-  for (const auto& [key, value] : rows) out << "<tr><td>" << esc(key) << "</td><td><code>" << esc(value) << "</code></td></tr>\n";
+  for (const auto& [key, value] : rows)
+    out << "<tr><td>" << esc(key) << "</td><td><code>" << esc(value) << "</code></td></tr>\n";
   out << "</table>\n</details>\n";
   return out.str();
 }
@@ -238,8 +243,8 @@ void require_sweep_dir(const fs::path& dir) {
 std::string map_file_name(const std::string& policy_label, const std::string& x_axis, const std::string& y_axis) {
   std::string name = policy_label + "__" + x_axis + "__by__" + y_axis;
   for (auto& c : name) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '_' || c == '-';
+    const bool safe =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!safe) c = '_';
   }
   return name + ".svg";

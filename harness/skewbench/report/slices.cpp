@@ -56,7 +56,8 @@ void read_grid(const json& value, SweepInfo& info) {
     ObjectReader m(maps[i], index_path("$.grid.maps", i));
     info.maps.push_back({m.require_string("x"), m.require_string("y")});
     for (const auto* name : {&info.maps.back().x, &info.maps.back().y}) {
-      const bool known = std::any_of(info.axes.begin(), info.axes.end(), [&](const auto& a) { return a.name == *name; });
+      const bool known =
+          std::any_of(info.axes.begin(), info.axes.end(), [&](const auto& a) { return a.name == *name; });
       if (!known) throw InputError(m.path(), "no axis named \"" + *name + "\"");
     }
   }

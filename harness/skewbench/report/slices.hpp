@@ -39,7 +39,6 @@ struct PolicyInfo {
   nlohmann::json defaults;  // axis name -> value the axis takes when not swept, or null
 };
 
-
 // What the report uses from sweep.json.
 struct SweepInfo {
   std::string grid_id;
@@ -93,9 +92,9 @@ class MapAxis {
 // A published point on a map, and the cell it lands on (if it lies on the map).
 struct PlacedMark {
   std::string label;
-  std::string at_text;  // "node_b_offset_s = 20, recovery_at_s = 50"
+  std::string at_text;                                      // "node_b_offset_s = 20, recovery_at_s = 50"
   std::optional<std::pair<std::size_t, std::size_t>> cell;  // (x, y) positions
-  std::string off_map_reason;  // why `cell` is empty
+  std::string off_map_reason;                               // why `cell` is empty
 };
 
 // One heat map: a policy's verdicts over two axes, every other axis held at

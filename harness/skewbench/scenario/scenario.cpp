@@ -35,8 +35,8 @@ steps::ObservedFields make_final_fields() {
   };
 }
 
-void read_expectations(const json& expect, const std::string& path, const steps::ObservedFields& fields,
-                       int step_index, const std::string& id_prefix, std::vector<Expectation>& out) {
+void read_expectations(const json& expect, const std::string& path, const steps::ObservedFields& fields, int step_index,
+                       const std::string& id_prefix, std::vector<Expectation>& out) {
   ObjectReader reader(expect, path);
   for (const auto& [key, value] : expect.items()) {
     const auto field = fields.find(key);
@@ -82,8 +82,8 @@ Scenario parse_document(const json& doc, const std::string& source) {
   if (s.report_as) {
     const auto known = std::find(std::begin(kReportSections), std::end(kReportSections), *s.report_as);
     if (known == std::end(kReportSections)) {
-      throw InputError("$.report_as",
-                       "\"" + *s.report_as + "\" is not one of: unsafe_node_clock, safe_clock_authority, safe_skew_guard");
+      throw InputError("$.report_as", "\"" + *s.report_as +
+                                          "\" is not one of: unsafe_node_clock, safe_clock_authority, safe_skew_guard");
     }
   }
   s.t0_s = root.require_int("t0_s");
@@ -125,8 +125,8 @@ Scenario parse_document(const json& doc, const std::string& source) {
     const auto at_s = spec.require_int("at_s");
     if (previous_at_s && at_s < *previous_at_s) {
       throw InputError(spec.child_path("at_s"), "reference time goes backwards (" + std::to_string(at_s) + " after " +
-                                                     std::to_string(*previous_at_s) +
-                                                     "); to move a node's clock back use set_clock_offset");
+                                                    std::to_string(*previous_at_s) +
+                                                    "); to move a node's clock back use set_clock_offset");
     }
     previous_at_s = at_s;
     spec.optional_string("description");
@@ -134,8 +134,8 @@ Scenario parse_document(const json& doc, const std::string& source) {
     step.step = kind->factory(spec, at_s, parse_context);
     step.input = step_list[i];
     if (const auto* expect = spec.optional("expect")) {
-      read_expectations(*expect, spec.child_path("expect"), kind->observed, static_cast<int>(i),
-                        index_path("steps", i), s.expectations);
+      read_expectations(*expect, spec.child_path("expect"), kind->observed, static_cast<int>(i), index_path("steps", i),
+                        s.expectations);
     }
     spec.finish();
     s.steps.push_back(std::move(step));
@@ -150,7 +150,8 @@ Scenario parse_document(const json& doc, const std::string& source) {
 }  // namespace
 
 bool Scenario::needs_remote_control() const {
-  return std::any_of(steps.begin(), steps.end(), [](const ScenarioStep& s) { return s.step->kind() == "restart_remote"; });
+  return std::any_of(steps.begin(), steps.end(),
+                     [](const ScenarioStep& s) { return s.step->kind() == "restart_remote"; });
 }
 
 const steps::ObservedFields& final_fields() {

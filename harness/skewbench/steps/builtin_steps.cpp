@@ -13,10 +13,8 @@ json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(null
 
 json exchange_json(const infra::HttpExchange& ex) {
   return {
-      {"request", ex.request},
-      {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
-      {"response", ex.response_body},
-      {"transport_outcome", infra::to_string(ex.outcome)},
+      {"request", ex.request},         {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
+      {"response", ex.response_body},  {"transport_outcome", infra::to_string(ex.outcome)},
       {"duration_us", ex.duration_us},
   };
 }
@@ -26,8 +24,8 @@ json exchange_json(const infra::HttpExchange& ex) {
 // between leaves an attempt whose outcome is unknown, exactly as on the wire.
 json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, StepOutcome& out) {
   ctx.outbox.record_attempt(ctx.operation_id, logical_time_s);
-  const auto ex = ctx.remote.post_effect(
-      {ctx.operation_id, ctx.idempotency_key, ctx.ttl_s, logical_time_s, drop_ack, ctx.payload});
+  const auto ex =
+      ctx.remote.post_effect({ctx.operation_id, ctx.idempotency_key, ctx.ttl_s, logical_time_s, drop_ack, ctx.payload});
   const bool delivered = ex.outcome == infra::TransportOutcome::AckReceived;
   ctx.outbox.record_outcome(ctx.operation_id, ex.outcome, delivered, logical_time_s);
   out.exchanges.push_back(exchange_json(ex));
@@ -148,11 +146,20 @@ class RecoverStep final : public Step {
     const auto row = ctx.outbox.read(ctx.operation_id);
     StepOutcome out;
     json& o = out.observed;
-    o = {{"time_basis", nullptr},      {"reading_s", nullptr},        {"decision_time_s", nullptr},
-         {"interval_lower_s", nullptr}, {"interval_upper_s", nullptr}, {"temporal_state", nullptr},
-         {"decision", nullptr},         {"reconciled_status", nullptr}, {"reconcile_action", nullptr},
-         {"replayed", false},           {"transport_outcome", nullptr}, {"delivery", nullptr},
-         {"expires_at_s", opt(row.key_expires_at_s)}, {"outbox_status_before", row.status}};
+    o = {{"time_basis", nullptr},
+         {"reading_s", nullptr},
+         {"decision_time_s", nullptr},
+         {"interval_lower_s", nullptr},
+         {"interval_upper_s", nullptr},
+         {"temporal_state", nullptr},
+         {"decision", nullptr},
+         {"reconciled_status", nullptr},
+         {"reconcile_action", nullptr},
+         {"replayed", false},
+         {"transport_outcome", nullptr},
+         {"delivery", nullptr},
+         {"expires_at_s", opt(row.key_expires_at_s)},
+         {"outbox_status_before", row.status}};
     if (row.status == "delivered") return out;  // nothing to recover
     if (!row.key_expires_at_s) {
       throw std::logic_error("recover: the operation was never attempted, so its key has no expiry yet");
@@ -289,7 +296,8 @@ StepRegistry make_builtin_registry() {
           {"post_requests", nullable_integer()}},
          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
            auto node = require_node(spec, ctx);
-           return std::make_unique<PostEffectStep>(at_s, std::move(node), spec.optional_bool("drop_ack").value_or(false));
+           return std::make_unique<PostEffectStep>(at_s, std::move(node),
+                                                   spec.optional_bool("drop_ack").value_or(false));
          }});
   r.add({"observe",
          "a node reads the remote's status at its own clock and classifies the record's expiry locally",

@@ -22,7 +22,8 @@ std::vector<json> read_values(ObjectReader& axis) {
   }
   std::vector<json> out;
   if (values) {
-    if (!values->is_array() || values->empty()) throw InputError(axis.child_path("values"), "expected a non-empty array");
+    if (!values->is_array() || values->empty())
+      throw InputError(axis.child_path("values"), "expected a non-empty array");
     std::set<std::string> seen;
     for (std::size_t i = 0; i < values->size(); ++i) {
       const auto& v = (*values)[i];
@@ -96,7 +97,8 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
       p.label = entry.optional_string("label").value_or(p.policy["name"].get<std::string>());
       policy_names.insert(p.policy["name"].get<std::string>());
       if (!labels.insert(p.label).second) {
-        throw InputError(entry.path(), "policy label \"" + p.label + "\" is used twice; give each a distinct \"label\"");
+        throw InputError(entry.path(),
+                         "policy label \"" + p.label + "\" is used twice; give each a distinct \"label\"");
       }
       entry.finish();
       g.policies_.push_back(std::move(p));
@@ -121,7 +123,8 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
       }
       axis.values = read_values(a);
       if (const auto* scope = a.optional("policies")) {
-        if (!scope->is_array() || scope->empty()) throw InputError(a.child_path("policies"), "expected a non-empty array");
+        if (!scope->is_array() || scope->empty())
+          throw InputError(a.child_path("policies"), "expected a non-empty array");
         for (std::size_t k = 0; k < scope->size(); ++k) {
           const auto path = index_path(a.child_path("policies"), k);
           auto name = expect_string((*scope)[k], path);
@@ -151,7 +154,8 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
       for (std::size_t i = 0; i < marks->size(); ++i) {
         ObjectReader m((*marks)[i], index_path("$.marks", i));
         Mark mark{m.require_string("label"), m.require_string("policy"), m.require_object("at")};
-        if (!labels.contains(mark.policy)) throw InputError(m.child_path("policy"), "no policy labelled \"" + mark.policy + "\"");
+        if (!labels.contains(mark.policy))
+          throw InputError(m.child_path("policy"), "no policy labelled \"" + mark.policy + "\"");
         for (const auto& [name, _] : mark.at.items()) {
           if (!axis_names.contains(name)) throw InputError(m.child_path("at") + "." + name, "no axis with this name");
         }
@@ -191,8 +195,9 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
           scenario::parse_scenario(g.cell_document(c), "cell");
         } catch (const scenario::ScenarioFileError& e) {
           throw InputError(index_path(index_path("$.axes", a) + ".values", v),
-                           "with policy \"" + g.policies_[p].label + "\" this value makes the base scenario invalid at " +
-                               e.json_path() + ": " + std::string(e.what()).substr(e.file().size() + 2));
+                           "with policy \"" + g.policies_[p].label +
+                               "\" this value makes the base scenario invalid at " + e.json_path() + ": " +
+                               std::string(e.what()).substr(e.file().size() + 2));
         } catch (const InputError& e) {
           throw InputError(index_path("$.axes", a) + ".pointer", e.message());
         }

@@ -54,8 +54,7 @@ class Grid {
   // Throws scenario::ScenarioFileError naming the grid file (or the base
   // scenario) and the JSON path.
   static Grid load(const std::filesystem::path& path);
-  static Grid parse(const nlohmann::json& document, const std::string& source,
-                    const std::filesystem::path& base_dir);
+  static Grid parse(const nlohmann::json& document, const std::string& source, const std::filesystem::path& base_dir);
 
   const std::string& id() const { return id_; }
   const nlohmann::json& document() const { return document_; }

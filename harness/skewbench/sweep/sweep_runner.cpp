@@ -176,8 +176,7 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
     std::unique_ptr<runner::ScenarioRunner> scenario_runner;
     if (!connect_error) {
       scenario_runner = std::make_unique<runner::ScenarioRunner>(
-          *remote, *outbox,
-          runner::RunnerOptions{settings.run_id, settings.remote_control, nullptr, false});
+          *remote, *outbox, runner::RunnerOptions{settings.run_id, settings.remote_control, nullptr, false});
     }
     for (;;) {
       if (stop.load() || (settings.interrupted && settings.interrupted->load())) {
@@ -195,8 +194,9 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
       } else {
         const auto scenario = grid.cell_scenario(cell);
         const auto r = scenario_runner->run(scenario);
-        record = cell_record(grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict, r.error,
-                             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - cell_started).count());
+        record =
+            cell_record(grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict, r.error,
+                        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - cell_started).count());
       }
       buffer.push(k, std::move(record));
     }

@@ -29,8 +29,12 @@ json resolved_grid(const Grid& grid) {
   for (const auto& m : grid.maps()) maps.push_back({{"x", m.x}, {"y", m.y}});
   json marks = json::array();
   for (const auto& m : grid.marks()) marks.push_back({{"label", m.label}, {"policy", m.policy}, {"at", m.at}});
-  return {{"id", grid.id()},       {"policies", policies}, {"axes", axes},
-          {"maps", maps},          {"marks", marks},       {"cells_total", grid.cell_count()},
+  return {{"id", grid.id()},
+          {"policies", policies},
+          {"axes", axes},
+          {"maps", maps},
+          {"marks", marks},
+          {"cells_total", grid.cell_count()},
           {"identity_digest", grid.identity_digest()}};
 }
 
