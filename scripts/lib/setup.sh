@@ -151,8 +151,11 @@ skewbench_build() {
     skewbench_catch2_is_3 && tests=ON
     skewbench_log "configuring $build_dir (Release, tests $tests)"
     mkdir -p "$build_dir"
+    local launcher=()
+    # ccache, when installed, makes a rebuild after a branch switch cheap.
+    command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
     if ! cmake -S "$SKEWBENCH_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSKEWBENCH_BUILD_TESTS="$tests" \
-      >"$build_dir/last-configure.log" 2>&1; then
+      "${launcher[@]}" >"$build_dir/last-configure.log" 2>&1; then
       tail -n 40 "$build_dir/last-configure.log" >&2
       rm -f "$build_dir/CMakeCache.txt"  # configure again next time
       skewbench_log "configure failed; full log: $build_dir/last-configure.log"
