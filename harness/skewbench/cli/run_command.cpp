@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
+#include "evidence/console.hpp"
 #include "evidence/evidence.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"

@@ -10,21 +10,12 @@
 
 #include "common/digest.hpp"
 #include "common/files.hpp"
+#include "evidence/markdown.hpp"
 
 namespace skewbench::evidence {
 namespace {
 
 using nlohmann::json;
-
-std::string cell(const json& v) {
-  if (v.is_null()) return "-";
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
-}
-
-std::string pad(const std::string& s, std::size_t width) {
-  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
-}
 
 json check_json(const runner::CheckResult& c) {
   return {{"id", c.id}, {"expected", c.expected}, {"observed", c.observed}, {"measured", c.measured}, {"pass", c.pass}};
@@ -38,62 +29,6 @@ json core_step(const json& record) {
           {"at_s", record["at_s"]},
           {"parameters", record["parameters"]},
           {"observed", record.value("observed", json(nullptr))}};
-}
-
-std::string markdown(const std::vector<const scenario::Scenario*>& scenarios,
-                     const std::vector<runner::ScenarioResult>& results, const json& summary, const json& published,
-                     const RunEnvironment& env) {
-  std::ostringstream md;
-  md << "# skewbench run " << env.run_id << "\n\n";
-  md << "Schema " << kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**.\n\n";
-  md << "| scenario | policy | temporal state | decision | POSTs | effects | final status | verdict | pass |\n";
-  md << "|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& r : results) {
-    const json row_final = r.final_measurement.is_object() ? r.final_measurement : json::object();
-    md << "| " << r.scenario_id << " | " << r.policy << " | " << cell(r.temporal_state()) << " | " << cell(r.decision())
-       << " | " << cell(row_final.value("post_requests", json(nullptr))) << " | "
-       << cell(row_final.value("effect_count", json(nullptr))) << " | "
-       << cell(row_final.value("status", json(nullptr))) << " | " << r.verdict << " | " << (r.pass ? "yes" : "**no**")
-       << " |\n";
-  }
-  bool any_section = false;
-  for (const auto* s : scenarios) any_section = any_section || s->report_as.has_value();
-  if (any_section) {
-    md << "\n## Published #018 checks\n\n| check | passed | points |\n|---|---|---|\n";
-    for (const auto& c : published["checks"]) {
-      md << "| " << c["id"].get<std::string>() << " | " << (c["passed"].get<bool>() ? "yes" : "**no**") << " | "
-         << c["points"] << "/" << c["max_points"] << " |\n";
-    }
-    md << "\nScore: **" << published["score"] << "/" << published["max_score"] << "**\n";
-  }
-  bool any_failed = false;
-  for (const auto& r : results) any_failed = any_failed || !r.pass;
-  if (any_failed) {
-    md << "\n## Failures\n\n";
-    for (const auto& r : results) {
-      if (r.error) md << "- " << r.scenario_id << ": ERROR: " << *r.error << "\n";
-      for (const auto& c : r.checks) {
-        if (!c.pass) {
-          md << "- " << r.scenario_id << ": `" << c.id << "` expected `" << c.expected.dump() << "`, observed `"
-             << (c.measured ? c.observed.dump() : std::string("not measured")) << "`\n";
-        }
-      }
-    }
-  }
-  md << "\n## Environment\n\n";
-  md << "- harness: " << build_info::kVersion << " (" << build_info::kGitCommit << ", " << build_info::kBuildType
-     << ")\n";
-  md << "- PostgreSQL: " << cell(env.postgresql.value("server_version", json(nullptr))) << "\n";
-  md << "- remote-effect: " << cell(env.remote_effect.value("version", json(nullptr))) << ", SQLite "
-     << cell(env.remote_effect.value("sqlite_version", json(nullptr))) << ", sync "
-     << cell(env.remote_effect.value("sync", json(nullptr))) << ", boot_id "
-     << cell(env.remote_effect.value("boot_id", json(nullptr))) << "\n";
-  md << "- core digest: `" << summary["core_digest"].get<std::string>() << "`\n";
-  if (!env.warnings.empty()) {
-    md << "\n## Warnings\n\n";
-    for (const auto& w : env.warnings) md << "- **" << w << "**\n";
-  }
-  return md.str();
 }
 
 }  // namespace
@@ -234,34 +169,10 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
   auto published_with_env = published;
   published_with_env["environment"] = environment;
   write_file_atomically(out_dir / "result.json", published_with_env.dump(2) + "\n");
-  write_file_atomically(out_dir / "RESULT.md", markdown(scenarios, results, summary, published, env));
+  write_file_atomically(out_dir / "RESULT.md", result_markdown(scenarios, results, summary, published, env));
   // Last: a summary.json on disk means every other artifact is there too.
   write_file_atomically(out_dir / "summary.json", summary.dump(2) + "\n");
   return run_digest;
-}
-
-std::string results_table(const std::vector<runner::ScenarioResult>& results) {
-  const std::vector<std::pair<std::string, std::size_t>> columns = {{"scenario", 34}, {"policy", 19}, {"temporal", 13},
-                                                                    {"decision", 16}, {"POSTs", 6},   {"effects", 8},
-                                                                    {"status", 10},   {"verdict", 9}, {"pass", 4}};
-  std::ostringstream out;
-  for (const auto& [name, width] : columns) out << pad(name, width) << " ";
-  out << "\n";
-  for (const auto& r : results) {
-    const json f = r.final_measurement.is_object() ? r.final_measurement : json::object();
-    const std::vector<std::string> values = {r.scenario_id,
-                                             r.policy,
-                                             cell(r.temporal_state()),
-                                             cell(r.decision()),
-                                             cell(f.value("post_requests", json(nullptr))),
-                                             cell(f.value("effect_count", json(nullptr))),
-                                             cell(f.value("status", json(nullptr))),
-                                             r.verdict,
-                                             r.pass ? "yes" : "NO"};
-    for (std::size_t i = 0; i < values.size(); ++i) out << pad(values[i], columns[i].second) << " ";
-    out << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace skewbench::evidence

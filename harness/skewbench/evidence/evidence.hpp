@@ -65,9 +65,6 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
                                 const std::vector<const scenario::Scenario*>& scenarios,
                                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
 
-// The plain-text table printed at the end of a run.
-std::string results_table(const std::vector<runner::ScenarioResult>& results);
-
 // UTC time as 2026-11-30T01:58:30Z (wall clock: for the record only).
 std::string utc_now_iso8601();
 

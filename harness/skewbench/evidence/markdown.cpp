@@ -1,0 +1,70 @@
+#include "evidence/markdown.hpp"
+
+#include <sstream>
+
+#include <skewbench/build_info.hpp>
+
+#include "common/text.hpp"
+
+namespace skewbench::evidence {
+
+using nlohmann::json;
+using text::cell;
+
+std::string result_markdown(const std::vector<const scenario::Scenario*>& scenarios,
+                            const std::vector<runner::ScenarioResult>& results, const json& summary,
+                            const json& published, const RunEnvironment& env) {
+  std::ostringstream md;
+  md << "# skewbench run " << env.run_id << "\n\n";
+  md << "Schema " << kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**.\n\n";
+  md << "| scenario | policy | temporal state | decision | POSTs | effects | final status | verdict | pass |\n";
+  md << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : results) {
+    const json row_final = r.final_measurement.is_object() ? r.final_measurement : json::object();
+    md << "| " << r.scenario_id << " | " << r.policy << " | " << cell(r.temporal_state()) << " | " << cell(r.decision())
+       << " | " << cell(row_final.value("post_requests", json(nullptr))) << " | "
+       << cell(row_final.value("effect_count", json(nullptr))) << " | "
+       << cell(row_final.value("status", json(nullptr))) << " | " << r.verdict << " | " << (r.pass ? "yes" : "**no**")
+       << " |\n";
+  }
+  bool any_section = false;
+  for (const auto* s : scenarios) any_section = any_section || s->report_as.has_value();
+  if (any_section) {
+    md << "\n## Published #018 checks\n\n| check | passed | points |\n|---|---|---|\n";
+    for (const auto& c : published["checks"]) {
+      md << "| " << c["id"].get<std::string>() << " | " << (c["passed"].get<bool>() ? "yes" : "**no**") << " | "
+         << c["points"] << "/" << c["max_points"] << " |\n";
+    }
+    md << "\nScore: **" << published["score"] << "/" << published["max_score"] << "**\n";
+  }
+  bool any_failed = false;
+  for (const auto& r : results) any_failed = any_failed || !r.pass;
+  if (any_failed) {
+    md << "\n## Failures\n\n";
+    for (const auto& r : results) {
+      if (r.error) md << "- " << r.scenario_id << ": ERROR: " << *r.error << "\n";
+      for (const auto& c : r.checks) {
+        if (!c.pass) {
+          md << "- " << r.scenario_id << ": `" << c.id << "` expected `" << c.expected.dump() << "`, observed `"
+             << (c.measured ? c.observed.dump() : std::string("not measured")) << "`\n";
+        }
+      }
+    }
+  }
+  md << "\n## Environment\n\n";
+  md << "- harness: " << build_info::kVersion << " (" << build_info::kGitCommit << ", " << build_info::kBuildType
+     << ")\n";
+  md << "- PostgreSQL: " << cell(env.postgresql.value("server_version", json(nullptr))) << "\n";
+  md << "- remote-effect: " << cell(env.remote_effect.value("version", json(nullptr))) << ", SQLite "
+     << cell(env.remote_effect.value("sqlite_version", json(nullptr))) << ", sync "
+     << cell(env.remote_effect.value("sync", json(nullptr))) << ", boot_id "
+     << cell(env.remote_effect.value("boot_id", json(nullptr))) << "\n";
+  md << "- core digest: `" << summary["core_digest"].get<std::string>() << "`\n";
+  if (!env.warnings.empty()) {
+    md << "\n## Warnings\n\n";
+    for (const auto& w : env.warnings) md << "- **" << w << "**\n";
+  }
+  return md.str();
+}
+
+}  // namespace skewbench::evidence

@@ -1,0 +1,21 @@
+#pragma once
+
+// RESULT.md: a run's evidence as Markdown for a reader.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "evidence/evidence.hpp"
+
+namespace skewbench::evidence {
+
+// The run's table, its published checks (when a scenario reports a section),
+// its failures, environment and warnings. `summary` is summary.json's content,
+// `published` result.json's without the environment.
+std::string result_markdown(const std::vector<const scenario::Scenario*>& scenarios,
+                            const std::vector<runner::ScenarioResult>& results, const nlohmann::json& summary,
+                            const nlohmann::json& published, const RunEnvironment& env);
+
+}  // namespace skewbench::evidence
