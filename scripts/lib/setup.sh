@@ -27,6 +27,12 @@ SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "npm:nodejs npm" "chromium
 # libpng decodes Chromium's screenshots in the report rendering test; the
 # compose checks read the resolved compose file with Python's yaml module.
 SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml)
+# The docker test (tests/docker) starts its own Docker engine and makes its base
+# image with debootstrap, which checks Debian's archive with gpgv and Debian's
+# keyring. The engine is checked by command: a machine with Docker's own
+# docker-ce already has dockerd, and docker.io would conflict with it.
+SKEWBENCH_DOCKER_TEST_TOOLS=("dockerd:docker.io" "debootstrap:debootstrap")
+SKEWBENCH_DOCKER_TEST_PACKAGES=(gpgv debian-archive-keyring)
 
 skewbench_os_codename() {
   . /etc/os-release
@@ -70,11 +76,11 @@ skewbench_install_packages() {
     exit 2
   }
   local wanted=("${SKEWBENCH_BUILD_PACKAGES[@]}")
-  [[ $with_tests -eq 1 ]] && wanted+=("${SKEWBENCH_TEST_PACKAGES[@]}")
+  [[ $with_tests -eq 1 ]] && wanted+=("${SKEWBENCH_TEST_PACKAGES[@]}" "${SKEWBENCH_DOCKER_TEST_PACKAGES[@]}")
   mapfile -t missing < <(skewbench_missing_packages "${wanted[@]}")
   if [[ $with_tests -eq 1 ]]; then
     local tool
-    for tool in "${SKEWBENCH_TEST_TOOLS[@]}"; do
+    for tool in "${SKEWBENCH_TEST_TOOLS[@]}" "${SKEWBENCH_DOCKER_TEST_TOOLS[@]}"; do
       # Ubuntu packages Chromium only as a snap: there the rendering test skips.
       if [[ "${tool%%:*}" == chromium && "$(skewbench_os_codename)" == ubuntu:* ]]; then
         command -v chromium >/dev/null || skewbench_log "Ubuntu has no chromium deb; the report rendering test will skip"
