@@ -2,7 +2,10 @@
 
 // Tiny text helpers shared by every table the driver prints or writes.
 
+#include <cctype>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +32,40 @@ inline std::string join(const std::vector<std::string>& parts, const std::string
     if (i > 0) out += separator;
     out += parts[i];
   }
+  return out;
+}
+
+// "1 job", "2 jobs": `word` with an "s" unless there is exactly one.
+inline std::string plural(std::uint64_t count, const std::string& word) {
+  return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
+}
+
+// `s` as one line of Markdown that shows exactly `s`: each line break (with the
+// indentation around it) becomes " / ", and every character Markdown could read
+// as markup is backslash-escaped, so a multi-line error message cannot break a
+// list item or a table row. An underscore inside a word is left alone: it is
+// not emphasis there, and max_clock_error_s stays readable.
+inline std::string markdown_escape(std::string_view s) {
+  const auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  std::string out;
+  bool pending_break = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i] == '\t' ? ' ' : s[i];
+    if (ch == '\n' || ch == '\r') {
+      pending_break = true;
+      continue;
+    }
+    if (pending_break && ch == ' ') continue;
+    if (pending_break) {
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      if (!out.empty()) out += " / ";
+      pending_break = false;
+    }
+    const bool inner_underscore = ch == '_' && i > 0 && i + 1 < s.size() && word_char(s[i - 1]) && word_char(s[i + 1]);
+    if (std::string_view("\\`*_[]<|~&").find(ch) != std::string_view::npos && !inner_underscore) out += '\\';
+    out += ch;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }
 

@@ -127,6 +127,17 @@ TEST_CASE("a deliberately wrong expectation makes run exit 1 and marks that chec
   }
   CHECK(seen);
   CHECK(read_json(out / "summary.json")["outcome"] == "fail");
+  // The console names the failed check after the table, not only "NO".
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring(
+                           "FAILED 018-declared-authority: final.effect_count: expected 2, observed 1"));
+
+  // The same as one JSON document on stdout.
+  const auto j = run_command({SKEWBENCH_CLI_BIN, "run", (dir.path() / "in").string(), "--out",
+                              (dir.path() / "out-json").string(), "-q", "--format", "json"});
+  CHECK(j.exit_code == 1);
+  const auto doc_out = nlohmann::json::parse(j.output.substr(j.output.find('{')));
+  CHECK(doc_out["exit_code"] == 1);
+  CHECK(doc_out["failures"][0]["check"] == "final.effect_count");
 }
 
 TEST_CASE("a stopped database gives exit 3 and nothing claims a pass") {

@@ -22,15 +22,24 @@ using ServiceArgs = runner::StackOptions;
 // Checks --remote-url before anything starts; prints why and returns false.
 bool remote_url_is_usable(const ServiceArgs& services);
 
+// How a command prints its outcome on stdout: for a reader, or one JSON
+// document for a machine (progress and errors stay on stderr).
+enum class OutputFormat { Text, Markdown, Json };
+
+// Colour for stdout: a terminal, and NO_COLOR unset or empty.
+bool stdout_wants_colour();
+
 struct RunArgs {
   std::vector<std::string> paths;
   std::string out_dir;
   ServiceArgs services;
   bool overwrite = false;
+  OutputFormat format = OutputFormat::Text;
 };
 int run_scenarios(const RunArgs& args);
 
-int validate_scenarios(const std::vector<std::string>& paths);
+// Checks scenario and grid files; reports every error of every file.
+int validate_files(const std::vector<std::string>& paths);
 
 struct SweepArgs {
   std::string grid_path;
@@ -39,6 +48,8 @@ struct SweepArgs {
   std::string shard = "1/1";
   ServiceArgs services;
   bool overwrite = false;
+  bool dry_run = false;
+  OutputFormat format = OutputFormat::Text;
 };
 int run_sweep(const SweepArgs& args);
 
@@ -52,7 +63,7 @@ int merge_sweeps(const MergeArgs& args);
 struct CompareArgs {
   std::string base;
   std::string candidate;
-  std::string format = "text";
+  OutputFormat format = OutputFormat::Text;
   std::size_t limit = 500;  // changed rows shown; 0 = all
 };
 int compare_results(const CompareArgs& args);

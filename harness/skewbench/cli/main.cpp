@@ -1,7 +1,10 @@
 // skewbench: runs clock-skew replay scenarios against a real PostgreSQL outbox
 // and a real remote-effect service, and writes evidence.
 
+#include <filesystem>
 #include <iostream>
+#include <map>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -9,11 +12,29 @@
 
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
+#include "common/text.hpp"
 
 namespace {
 
+namespace cli = skewbench::cli;
+using skewbench::cli::OutputFormat;
+
+constexpr const char* kCommands[] = {"run", "validate", "sweep", "merge", "compare", "report"};
+
+// Every --help ends with an example and what the exit codes mean.
+std::string footer(const std::string& example, const std::string& exit_codes) {
+  return "\nExample:\n  " + example + "\n\nExit codes:\n" + exit_codes;
+}
+
+constexpr const char* kRunExitCodes =
+    "  0    every scenario went as its expectations say\n"
+    "  1    an expectation was not met (the failing checks are listed)\n"
+    "  2    bad arguments or input files; nothing started\n"
+    "  3    infrastructure error: PostgreSQL or remote-effect failed (ERROR results)\n"
+    "  130  interrupted (Ctrl-C, SIGTERM); services were stopped\n";
+
 // The options run and sweep share: where the services are, or how to start them.
-void add_service_options(CLI::App* command, skewbench::cli::ServiceArgs& services) {
+void add_service_options(CLI::App* command, cli::ServiceArgs& services) {
   command->add_option("--database-url", services.database_url,
                       "PostgreSQL connection URL; without it a throwaway cluster is started");
   command->add_option("--remote-url", services.remote_url,
@@ -22,73 +43,167 @@ void add_service_options(CLI::App* command, skewbench::cli::ServiceArgs& service
                       "remote-effect executable to start (default: next to skewbench, then PATH)");
   command->add_option("--remote-sync", services.remote_sync, "SQLite synchronous mode of a started remote-effect")
       ->check(CLI::IsMember({"full", "normal"}));
-  command->add_flag("--quiet,-q", services.quiet, "no progress on stderr");
+  command->add_flag("--quiet,-q", services.quiet, "no progress on stderr, no results table; failures still shown");
+}
+
+void add_format_option(CLI::App* command, OutputFormat& format, const std::vector<std::string>& names,
+                       const std::string& help) {
+  const std::map<std::string, OutputFormat> known = {
+      {"text", OutputFormat::Text}, {"markdown", OutputFormat::Markdown}, {"json", OutputFormat::Json}};
+  std::map<std::string, OutputFormat> allowed;
+  for (const auto& name : names) allowed.emplace(name, known.at(name));
+  command->add_option("--format", format, help)->transform(CLI::CheckedTransformer(allowed, CLI::ignore_case));
+}
+
+// An unknown first word: name it and list the commands (CLI11 would only say
+// that an argument was not expected).
+bool is_unknown_command(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  for (const char* command : kCommands) {
+    if (std::string_view(argv[1]) == command) return false;
+  }
+  std::cerr << "skewbench: unknown command \"" << argv[1] << "\"; the commands are: "
+            << skewbench::text::join(std::vector<std::string>(std::begin(kCommands), std::end(kCommands)), ", ")
+            << " (skewbench --help)\n";
+  return true;
+}
+
+// CLI11's own message, on a line that says who speaks, and where help is.
+int parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+  std::string command = "skewbench";
+  for (const auto* sub : app.get_subcommands()) command += " " + sub->get_name();
+  std::cerr << "skewbench: " << e.what() << " (" << command << " --help)\n";
+  return skewbench::exit_code::kUsage;
+}
+
+CLI::App* add_run(CLI::App& app, cli::RunArgs& run) {
+  auto* command = app.add_subcommand("run", "run scenario files against PostgreSQL and remote-effect");
+  command->add_option("paths", run.paths, "scenario files or directories of them (default: scenarios/)");
+  command->add_option("--out", run.out_dir, "directory for the evidence (created if missing)")->required();
+  add_service_options(command, run.services);
+  command->add_flag("--overwrite", run.overwrite, "write into an --out directory that already holds evidence");
+  add_format_option(command, run.format, {"text", "json"},
+                    "text (a table, then the failing checks) or json (one document on stdout; progress on stderr)");
+  command->footer(footer("skewbench run scenarios/018-uncertainty.json --out evidence/run-1", kRunExitCodes));
+  return command;
+}
+
+CLI::App* add_validate(CLI::App& app, std::vector<std::string>& validate_paths) {
+  auto* command = app.add_subcommand("validate", "check scenario and grid files without running them");
+  command->add_option("paths", validate_paths, "scenario or grid files, or directories of them")->required();
+  command->footer(footer("skewbench validate scenarios/ scenarios/sweeps/",
+                         "  0    every file is valid\n"
+                         "  2    a file is invalid (every error of every file is listed)\n"));
+  return command;
+}
+
+CLI::App* add_sweep(CLI::App& app, cli::SweepArgs& sweep) {
+  auto* command = app.add_subcommand("sweep", "run every cell of a parameter grid on the real stack");
+  command->add_option("grid", sweep.grid_path, "grid file (see docs/sweeps.md)")->required();
+  command->add_option("--out", sweep.out_dir, "directory for cells.jsonl and sweep.json");
+  command->add_option("--jobs,-j", sweep.jobs, "parallel workers, at most 32 (default: the number of cores)")
+      ->check(CLI::Range(0, 32));
+  command->add_option("--shard", sweep.shard, "run only slice I of N (cells with index % N == I-1), e.g. 1/2");
+  command->add_flag("--dry-run", sweep.dry_run, "print the cells per policy and exit; nothing starts");
+  add_service_options(command, sweep.services);
+  command->add_flag("--overwrite", sweep.overwrite, "write into an --out directory that already holds a sweep");
+  add_format_option(command, sweep.format, {"text", "json"},
+                    "text or json (one document on stdout; progress on stderr)");
+  command->footer(footer("skewbench sweep scenarios/sweeps/018-offset-by-epsilon.json --out sweeps/eps -j 2",
+                         "  0    every cell ran (or --dry-run)\n"
+                         "  2    bad arguments or grid file; nothing started\n"
+                         "  3    infrastructure error: some cells are ERROR\n"
+                         "  130  interrupted; the cells done so far are kept\n"));
+  return command;
+}
+
+CLI::App* add_merge(CLI::App& app, cli::MergeArgs& merge) {
+  auto* command = app.add_subcommand("merge", "combine the shards of one sweep into the whole sweep");
+  command->add_option("shards", merge.shard_dirs, "the shard directories (every shard exactly once)")->required();
+  command->add_option("--out", merge.out_dir, "directory for the merged cells.jsonl and sweep.json")->required();
+  command->add_flag("--overwrite", merge.overwrite, "write into an --out directory that already holds a sweep");
+  command->footer(footer("skewbench merge sweeps/eps-1 sweeps/eps-2 --out sweeps/eps",
+                         "  0    merged\n"
+                         "  2    the shards are not the complete, disjoint slices of one grid\n"
+                         "  3    the merged sweep holds ERROR cells\n"));
+  return command;
+}
+
+CLI::App* add_compare(CLI::App& app, cli::CompareArgs& compare) {
+  auto* command = app.add_subcommand(
+      "compare", "what changed between two runs or two sweeps; exit 1 on a new CONFLICT or a missing scenario/cell");
+  command->add_option("base", compare.base, "the base run or sweep directory")->required();
+  command->add_option("candidate", compare.candidate, "the candidate run or sweep directory")->required();
+  add_format_option(command, compare.format, {"text", "markdown", "json"}, "text, markdown or json");
+  command->add_option("--limit", compare.limit, "show at most this many rows (default 500; 0 = all)");
+  command->footer(footer("skewbench compare evidence/main evidence/branch --format markdown",
+                         "  0    no new CONFLICT and nothing missing\n"
+                         "  1    a new CONFLICT, or a scenario or cell of the base is MISSING\n"
+                         "  2    the two cannot be compared, or a core digest does not match its rows\n"
+                         "  3    the candidate holds ERROR results (and nothing above was found)\n"));
+  return command;
+}
+
+CLI::App* add_report(CLI::App& app, cli::ReportArgs& report) {
+  auto* command = app.add_subcommand("report", "draw a sweep as report.html and one SVG heat map per policy and map");
+  command->add_option("dir", report.sweep_dir, "the sweep directory (sweep.json and cells.jsonl)")->required();
+  command->add_option("--out", report.out_dir, "directory for report.html and maps/ (default: the sweep directory)");
+  command->footer(footer("skewbench report sweeps/eps",
+                         "  0    written\n"
+                         "  2    not a sweep directory, or a malformed file (named)\n"
+                         "  3    the output could not be written\n"));
+  return command;
+}
+
+// Without paths, run takes ./scenarios; when there is none, it says so.
+bool default_scenarios(std::vector<std::string>& paths) {
+  if (!paths.empty()) return true;
+  if (!std::filesystem::is_directory("scenarios")) {
+    std::cerr << "skewbench: no scenario files named, and there is no scenarios folder in "
+              << std::filesystem::current_path().string()
+              << " to default to; name scenario files or folders (skewbench run --help)\n";
+    return false;
+  }
+  paths.push_back("scenarios");
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace skewbench;
+  if (is_unknown_command(argc, argv)) return exit_code::kUsage;
   CLI::App app{"skewbench: whose clock decides idempotency-key expiry? Scenarios as data, evidence as JSON."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(build_info::kVersion) + " (" + build_info::kGitCommit + ", " +
                                         build_info::kBuildType + ")");
+  app.footer(footer("skewbench run scenarios/ --out evidence/run-1", kRunExitCodes) +
+             "\nEach command's --help shows its own example and exit codes.\n");
 
   cli::RunArgs run;
-  auto* run_cmd = app.add_subcommand("run", "run scenario files against PostgreSQL and remote-effect");
-  run_cmd->add_option("paths", run.paths, "scenario files or directories of them (default: scenarios/)");
-  run_cmd->add_option("--out", run.out_dir, "directory for the evidence (created if missing)")->required();
-  add_service_options(run_cmd, run.services);
-  run_cmd->add_flag("--overwrite", run.overwrite, "write into an --out directory that already holds evidence");
-
   std::vector<std::string> validate_paths;
-  auto* validate_cmd = app.add_subcommand("validate", "check scenario files without running them");
-  validate_cmd->add_option("paths", validate_paths, "scenario files or directories")->required();
-
   cli::SweepArgs sweep;
-  auto* sweep_cmd = app.add_subcommand("sweep", "run every cell of a parameter grid on the real stack");
-  sweep_cmd->add_option("grid", sweep.grid_path, "grid file (see docs/sweeps.md)")->required();
-  sweep_cmd->add_option("--out", sweep.out_dir, "directory for cells.jsonl and sweep.json")->required();
-  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "parallel workers, at most 32 (default: the number of cores)")
-      ->check(CLI::Range(0, 32));
-  sweep_cmd->add_option("--shard", sweep.shard, "run only slice I of N (cells with index % N == I-1), e.g. 1/2");
-  add_service_options(sweep_cmd, sweep.services);
-  sweep_cmd->add_flag("--overwrite", sweep.overwrite, "write into an --out directory that already holds a sweep");
-
   cli::MergeArgs merge;
-  auto* merge_cmd = app.add_subcommand("merge", "combine the shards of one sweep into the whole sweep");
-  merge_cmd->add_option("shards", merge.shard_dirs, "the shard directories (every shard exactly once)")->required();
-  merge_cmd->add_option("--out", merge.out_dir, "directory for the merged cells.jsonl and sweep.json")->required();
-  merge_cmd->add_flag("--overwrite", merge.overwrite, "write into an --out directory that already holds a sweep");
-
   cli::CompareArgs compare;
-  auto* compare_cmd =
-      app.add_subcommand("compare", "what changed between two runs or two sweeps; exit 1 on a new CONFLICT");
-  compare_cmd->add_option("base", compare.base, "the base run or sweep directory")->required();
-  compare_cmd->add_option("candidate", compare.candidate, "the candidate run or sweep directory")->required();
-  compare_cmd->add_option("--format", compare.format, "text or markdown")->check(CLI::IsMember({"text", "markdown"}));
-  compare_cmd->add_option("--limit", compare.limit, "show at most this many changed rows (default 500; 0 = all)");
-
   cli::ReportArgs report;
-  auto* report_cmd =
-      app.add_subcommand("report", "draw a sweep as report.html and one SVG heat map per policy and map");
-  report_cmd->add_option("dir", report.sweep_dir, "the sweep directory (sweep.json and cells.jsonl)")->required();
-  report_cmd->add_option("--out", report.out_dir, "directory for report.html and maps/ (default: the sweep directory)");
+  auto* run_cmd = add_run(app, run);
+  auto* validate_cmd = add_validate(app, validate_paths);
+  auto* sweep_cmd = add_sweep(app, sweep);
+  auto* merge_cmd = add_merge(app, merge);
+  auto* compare_cmd = add_compare(app, compare);
+  auto* report_cmd = add_report(app, report);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? exit_code::kPass : exit_code::kUsage;
+    return parse_error(app, e);
   }
 
   cli::install_signal_handlers();
   try {
-    if (*run_cmd) {
-      if (run.paths.empty()) run.paths.push_back("scenarios");
-      return cli::run_scenarios(run);
-    }
-    if (*validate_cmd) return cli::validate_scenarios(validate_paths);
+    if (*run_cmd) return default_scenarios(run.paths) ? cli::run_scenarios(run) : exit_code::kUsage;
+    if (*validate_cmd) return cli::validate_files(validate_paths);
     if (*sweep_cmd) return cli::run_sweep(sweep);
     if (*merge_cmd) return cli::merge_sweeps(merge);
     if (*compare_cmd) return cli::compare_results(compare);

@@ -1,11 +1,15 @@
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
 
+#include <unistd.h>
+
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
+#include "common/text.hpp"
 #include "evidence/console.hpp"
 #include "evidence/evidence.hpp"
 #include "infra/http_remote.hpp"
@@ -13,6 +17,7 @@
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 #include "scenario/scenario.hpp"
+#include "sweep/file_check.hpp"
 
 namespace skewbench::cli {
 namespace fs = std::filesystem;
@@ -48,6 +53,33 @@ std::vector<scenario::Scenario> load_all(const std::vector<std::string>& paths) 
   return out;
 }
 
+int run_exit_code(const std::vector<runner::ScenarioResult>& results) {
+  bool any_error = false;
+  bool all_pass = true;
+  for (const auto& r : results) {
+    any_error = any_error || r.error.has_value();
+    all_pass = all_pass && r.pass;
+  }
+  if (any_error) return exit_code::kInfrastructure;
+  return all_pass ? exit_code::kPass : exit_code::kExpectationFailed;
+}
+
+// The table (unless --quiet), then what did not go as expected, then the outcome;
+// or all of it as one JSON document.
+void print_run_outcome(const RunArgs& args, const std::vector<runner::ScenarioResult>& results,
+                       const evidence::RunReport& report) {
+  if (args.format == OutputFormat::Json) {
+    std::cout << evidence::run_json(results, report).dump(2) << "\n";
+    return;
+  }
+  const bool colour = stdout_wants_colour();
+  if (!args.services.quiet) std::cout << evidence::results_table(results, colour);
+  std::cout << evidence::failures_summary(results, colour);
+  std::cout << evidence::outcome_line(results) << "\n";
+  std::cout << "evidence: " << report.evidence_dir.string() << "  core digest: " << report.core_digest << "\n";
+  for (const auto& w : report.warnings) std::cout << "warning: " << w << "\n";
+}
+
 bool holds_evidence(const fs::path& dir) {
   std::error_code ec;
   return fs::exists(dir / "summary.json", ec) || fs::exists(dir / "scenarios", ec);
@@ -65,6 +97,8 @@ void install_signal_handlers() {
   std::signal(SIGPIPE, SIG_IGN);
 }
 
+bool stdout_wants_colour() { return evidence::colour_wanted(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")); }
+
 bool remote_url_is_usable(const ServiceArgs& services) {
   if (!services.remote_url) return true;
   try {
@@ -76,15 +110,22 @@ bool remote_url_is_usable(const ServiceArgs& services) {
   }
 }
 
-int validate_scenarios(const std::vector<std::string>& paths) {
-  try {
-    const auto scenarios = load_all(paths);
-    for (const auto& s : scenarios) std::cout << "ok  " << s.source << "  (" << s.id << ")\n";
-    return exit_code::kPass;
-  } catch (const scenario::ScenarioFileError& e) {
-    std::cerr << "skewbench: invalid scenario: " << e.what() << "\n";
-    return exit_code::kUsage;
+int validate_files(const std::vector<std::string>& paths) {
+  const auto checks = sweep::check_files(paths);
+  std::size_t invalid = 0;
+  for (const auto& check : checks) {
+    if (check.ok()) {
+      std::cout << "ok  " << check.path << "  (" << check.summary << ")\n";
+      continue;
+    }
+    ++invalid;
+    for (const auto& error : check.errors) {
+      std::cerr << "skewbench: invalid " << (check.kind.empty() ? "path" : check.kind) << ": " << error << "\n";
+    }
   }
+  if (invalid == 0) return exit_code::kPass;
+  std::cerr << "skewbench: " << invalid << " of " << text::plural(checks.size(), "file") << " invalid\n";
+  return exit_code::kUsage;
 }
 
 int run_scenarios(const RunArgs& args) {
@@ -177,18 +218,10 @@ int run_scenarios(const RunArgs& args) {
     return exit_code::kInfrastructure;
   }
 
-  std::cout << evidence::results_table(results);
-  std::cout << "evidence: " << out_dir.string() << "  core digest: " << digest << "\n";
-  for (const auto& w : env.warnings) std::cout << "warning: " << w << "\n";
-
-  bool any_error = false;
-  bool all_pass = true;
-  for (const auto& r : results) {
-    any_error = any_error || r.error.has_value();
-    all_pass = all_pass && r.pass;
-  }
-  if (any_error) return exit_code::kInfrastructure;
-  return all_pass ? exit_code::kPass : exit_code::kExpectationFailed;
+  const int code = run_exit_code(results);
+  print_run_outcome(args, results,
+                    {.evidence_dir = out_dir, .core_digest = digest, .warnings = env.warnings, .exit_code = code});
+  return code;
 }
 
 }  // namespace skewbench::cli

@@ -10,12 +10,14 @@
 #include "common/digest.hpp"
 #include "common/errors.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "evidence/evidence.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 #include "sweep/cells.hpp"
+#include "sweep/console.hpp"
 #include "sweep/grid.hpp"
 #include "sweep/sweep_summary.hpp"
 
@@ -47,6 +49,21 @@ int run_sweep(const SweepArgs& args) {
     grid = sweep::Grid::load(args.grid_path);
   } catch (const scenario::ScenarioFileError& e) {
     std::cerr << "skewbench: invalid grid: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+  if (const auto warning = sweep::empty_shard_warning(shard, grid->cell_count())) {
+    std::cerr << "skewbench: warning: " << *warning << "\n";
+  }
+  if (args.dry_run) {
+    if (args.format == OutputFormat::Json) {
+      std::cout << sweep::plan_json(*grid, shard).dump(2) << "\n";
+    } else {
+      std::cout << sweep::plan_text(*grid, shard);
+    }
+    return exit_code::kPass;
+  }
+  if (args.out_dir.empty()) {
+    std::cerr << "skewbench: sweep needs --out DIR (or --dry-run to only list the cells)\n";
     return exit_code::kUsage;
   }
   if (grid->cell_scenario(grid->cell(0)).needs_remote_control()) {
@@ -82,8 +99,8 @@ int run_sweep(const SweepArgs& args) {
       warnings = env.warnings;
     }
     if (!args.services.quiet) {
-      std::cerr << "skewbench: sweep " << grid->id() << ": " << shard.size_of(grid->cell_count()) << " of "
-                << grid->cell_count() << " cells, " << jobs << " jobs\n";
+      std::cerr << "skewbench: " << sweep::sweep_name(grid->id(), shard) << ": " << shard.size_of(grid->cell_count())
+                << " of " << text::plural(grid->cell_count(), "cell") << ", " << text::plural(jobs, "job") << "\n";
     }
     sweep::SweepSettings settings{stack.database_url(), stack.remote_url(), nullptr, run_id, jobs, shard,
                                   !args.services.quiet, &interrupted_flag()};
@@ -92,16 +109,15 @@ int run_sweep(const SweepArgs& args) {
     const auto summary = sweep::sweep_summary(*grid, shard, outcome, environment, warnings, jobs);
     write_file_atomically(out_dir / "sweep.json", summary.dump(2) + "\n");
 
-    std::cout << "sweep " << grid->id() << ": " << outcome.cells_done << "/" << outcome.cells_planned << " cells in "
-              << outcome.duration_s << " s\n";
-    for (const auto& [label, counts] : outcome.per_policy.items()) {
-      std::cout << "  " << label << ": SAFE " << counts["SAFE"] << ", CONFLICT " << counts["CONFLICT"] << ", HELD "
-                << counts["HELD"] << ", ERROR " << counts["ERROR"] << "\n";
+    const int code = outcome.interrupted  ? exit_code::kInterrupted
+                     : outcome.errors > 0 ? exit_code::kInfrastructure
+                                          : exit_code::kPass;
+    if (args.format == OutputFormat::Json) {
+      std::cout << sweep::end_json(summary, out_dir, code).dump(2) << "\n";
+    } else {
+      std::cout << sweep::end_text(summary, out_dir);
     }
-    std::cout << "cells core digest: " << outcome.cells_core_digest << "\n";
-    for (const auto& w : warnings) std::cout << "warning: " << w << "\n";
-    if (outcome.interrupted) return exit_code::kInterrupted;
-    return outcome.errors > 0 ? exit_code::kInfrastructure : exit_code::kPass;
+    return code;
   } catch (const scenario::ScenarioFileError& e) {
     // Two axes together can still make a cell invalid (each value alone was checked).
     std::cerr << "skewbench: invalid grid cell: " << e.what() << "\n";

@@ -1,30 +1,35 @@
 #include "compare/compare.hpp"
 
-#include <array>
 #include <fstream>
-#include <map>
+#include <set>
 
-#include "common/errors.hpp"
+#include "common/digest.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "evidence/evidence.hpp"
+#include "sweep/cells.hpp"
 #include "sweep/sweep_summary.hpp"
 
 namespace skewbench::compare {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using runner::Verdict;
 
 namespace {
 
-enum class Kind { Run, Sweep };
+// "the base (DIR)", "the candidate (DIR)": every message says which side it means.
+std::string named(const char* side, const fs::path& dir) {
+  return std::string("the ") + side + " (" + dir.string() + ")";
+}
 
-Kind kind_of(const fs::path& dir) {
+Kind kind_of(const fs::path& dir, const char* side) {
   std::error_code ec;
   if (fs::exists(dir / "sweep.json", ec)) return Kind::Sweep;
   if (fs::exists(dir / "summary.json", ec)) return Kind::Run;
-  throw CannotCompare(dir.string() + " holds neither a run (summary.json) nor a sweep (sweep.json)");
+  throw CannotCompare(named(side, dir) + " holds neither a run (summary.json) nor a sweep (sweep.json)");
 }
 
-json read_json(const fs::path& path) {
+json read_json_file(const fs::path& path) {
   try {
     return json::parse(read_file(path));
   } catch (const std::exception& e) {
@@ -32,184 +37,330 @@ json read_json(const fs::path& path) {
   }
 }
 
-using text::cell;
+// A row's verdict, checked: a word that is not a verdict is a damaged file.
+Verdict verdict_of(const json& row, const std::string& where) {
+  const auto word = row.value("verdict", json(nullptr));
+  const auto verdict = word.is_string() ? runner::verdict_from_string(word.get<std::string>()) : std::nullopt;
+  if (!verdict) throw CannotCompare(where + ": verdict " + word.dump() + " is not SAFE, CONFLICT, HELD or ERROR");
+  return *verdict;
+}
 
-// Collects rows and totals, then prints them as text or Markdown.
-class Report {
+json compared_fields(const json& row) {
+  json out = json::object();
+  for (const char* field : kComparedFields) out[field] = row.value(field, json(nullptr));
+  return out;
+}
+
+// Counts every pair and keeps the first `limit` rows that differ.
+class Collector {
  public:
-  // Shows at most `limit` changed rows (0: all of them); the count is always complete.
-  Report(bool markdown, std::size_t limit) : markdown_(markdown), limit_(limit) {}
+  Collector(Comparison& comparison, std::size_t limit) : c_(comparison), limit_(limit) {}
 
-  void change(const std::string& key, const json& base, const json& candidate) {
-    ++changed_;
-    // A CONFLICT the base did not have, including in a scenario the base did
-    // not run at all, is a safety regression.
-    const bool regression = candidate.is_object() && candidate.at("verdict") == "CONFLICT" &&
-                            (!base.is_object() || base.at("verdict") != "CONFLICT");
-    if (regression) ++regressions_;
-    if (limit_ != 0 && rows_.size() >= limit_) return;
-    auto side = [](const json& r, const char* field) {
-      return r.is_object() ? cell(r[field]) : std::string("(absent)");
-    };
-    rows_.push_back({key, side(base, "verdict") + " -> " + side(candidate, "verdict"),
-                     side(base, "decision") + " -> " + side(candidate, "decision"),
-                     side(base, "effect_count") + " -> " + side(candidate, "effect_count"),
-                     regression ? "NEW CONFLICT" : ""});
-  }
-
-  void count(const json& base, const json& candidate) {
-    if (base.is_object()) ++totals_[base.at("policy").get<std::string>()].first[base.at("verdict").get<std::string>()];
-    if (candidate.is_object()) {
-      ++totals_[candidate.at("policy").get<std::string>()].second[candidate.at("verdict").get<std::string>()];
-      if (candidate.at("verdict") == "ERROR") ++candidate_errors_;
+  void add(const std::string& key, const json& coordinates, const json* base, const json* candidate) {
+    if (base) ++c_.totals[base->at("policy").get<std::string>()].base[index_of(*base)];
+    if (candidate) {
+      ++c_.totals[candidate->at("policy").get<std::string>()].candidate[index_of(*candidate)];
+      if (candidate->at("verdict") == std::string(runner::to_string(Verdict::Error))) ++c_.candidate_errors;
     }
-  }
-
-  int print(const std::string& what, std::ostream& out) const {
-    const std::vector<std::string> head = {what, "verdict", "decision", "effects", ""};
-    if (markdown_) {
-      out << "### Changed " << what << "s\n\n";
-      if (rows_.empty()) {
-        out << "No " << what << " changed verdict, decision or effect count.\n\n";
-      } else {
-        out << "| " << what << " | verdict | decision | effects | |\n|---|---|---|---|---|\n";
-        for (const auto& r : rows_)
-          out << "| " << r[0] << " | " << r[1] << " | " << r[2] << " | " << r[3] << " | "
-              << (r[4].empty() ? "" : "**" + r[4] + "**") << " |\n";
-        if (changed_ > rows_.size()) out << "\n(" << changed_ - rows_.size() << " more not shown)\n";
-        out << "\n";
+    Row row{.status = !candidate ? RowStatus::Missing : (!base ? RowStatus::Added : RowStatus::Changed),
+            .key = key,
+            .coordinates = coordinates,
+            .base = base ? compared_fields(*base) : json(nullptr),
+            .candidate = candidate ? compared_fields(*candidate) : json(nullptr),
+            .changed_fields = {},
+            .new_conflict = false};
+    if (base && candidate) {
+      for (const char* field : kComparedFields) {
+        if (row.base[field] != row.candidate[field]) row.changed_fields.emplace_back(field);
       }
-      out << "### Totals per policy (base -> candidate)\n\n| policy | SAFE | CONFLICT | HELD | ERROR "
-             "|\n|---|---|---|---|---|\n";
-      for (const auto& [policy, t] : totals_) {
-        out << "| " << policy;
-        for (const char* v : {"SAFE", "CONFLICT", "HELD", "ERROR"})
-          out << " | " << get(t.first, v) << " -> " << get(t.second, v);
-        out << " |\n";
-      }
-      out << "\n";
-    } else {
-      out << "changed " << what << "s: " << changed_ << "\n";
-      for (const auto& r : rows_) {
-        out << "  " << pad(r[0], 40) << pad(r[1], 24) << pad(r[2], 40) << pad(r[3], 10) << r[4] << "\n";
-      }
-      if (changed_ > rows_.size()) out << "  (" << changed_ - rows_.size() << " more not shown)\n";
-      out << "totals per policy (base -> candidate):\n";
-      for (const auto& [policy, t] : totals_) {
-        out << "  " << pad(policy, 24);
-        for (const char* v : {"SAFE", "CONFLICT", "HELD", "ERROR"}) {
-          out << v << " " << get(t.first, v) << "->" << get(t.second, v) << "  ";
-        }
-        out << "\n";
-      }
+      if (row.changed_fields.empty()) return;
     }
-    if (regressions_ > 0) {
-      out << (markdown_ ? "**" : "") << "safety regression: " << regressions_ << " " << what
-          << "(s) CONFLICT in the candidate but not in the base" << (markdown_ ? "**" : "") << "\n";
-      return exit_code::kExpectationFailed;
-    }
-    if (candidate_errors_ > 0) {
-      out << "the candidate has " << candidate_errors_ << " ERROR result(s): it cannot vouch for safety\n";
-      return exit_code::kInfrastructure;
-    }
-    out << "no new CONFLICT\n";
-    return exit_code::kPass;
+    const std::string conflict(runner::to_string(Verdict::Conflict));
+    row.new_conflict = candidate && row.candidate["verdict"] == conflict && (!base || row.base["verdict"] != conflict);
+    ++(row.status == RowStatus::Missing ? c_.missing : row.status == RowStatus::Added ? c_.added : c_.changed);
+    if (row.new_conflict) ++c_.new_conflicts;
+    if (limit_ == 0 || c_.rows.size() < limit_) c_.rows.push_back(std::move(row));
   }
 
  private:
-  static std::string pad(const std::string& s, std::size_t w) {
-    return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
-  }
-  static std::uint64_t get(const std::map<std::string, std::uint64_t>& m, const char* k) {
-    const auto it = m.find(k);
-    return it == m.end() ? 0 : it->second;
+  static std::size_t index_of(const json& row) {
+    return static_cast<std::size_t>(*runner::verdict_from_string(row.at("verdict").get<std::string>()));
   }
 
-  bool markdown_;
+  Comparison& c_;
   std::size_t limit_;
-  std::vector<std::array<std::string, 5>> rows_;
-  std::map<std::string, std::pair<std::map<std::string, std::uint64_t>, std::map<std::string, std::uint64_t>>> totals_;
-  std::uint64_t changed_ = 0;
-  std::uint64_t regressions_ = 0;
-  std::uint64_t candidate_errors_ = 0;
 };
 
-bool differs(const json& a, const json& b) {
-  if (!a.is_object() || !b.is_object()) return true;
-  return a.at("verdict") != b.at("verdict") ||
-         a.value("decision", json(nullptr)) != b.value("decision", json(nullptr)) ||
-         a.value("effect_count", json(nullptr)) != b.value("effect_count", json(nullptr));
-}
-
-int compare_runs(const fs::path& base_dir, const fs::path& cand_dir, Report& report, std::ostream& out) {
-  const auto base = read_json(base_dir / "summary.json");
-  const auto cand = read_json(cand_dir / "summary.json");
-  if (base.value("schema_version", "") != cand.value("schema_version", "")) {
-    throw CannotCompare("different schema versions: " + cell(base["schema_version"]) + " and " +
-                        cell(cand["schema_version"]));
+// summary.json, its rows checked and its core digest recomputed from them.
+json read_run(const fs::path& dir, Side& side, const char* side_name) {
+  const auto path = dir / "summary.json";
+  auto summary = read_json_file(path);
+  if (!summary.is_object() || !summary.contains("scenarios") || !summary["scenarios"].is_array()) {
+    throw CannotCompare(path.string() + " is not a run summary: it has no \"scenarios\" array");
   }
-  std::map<std::string, std::pair<json, json>> rows;
-  for (const auto& r : base.at("scenarios")) rows[r.at("id").get<std::string>()].first = r;
-  for (const auto& r : cand.at("scenarios")) rows[r.at("id").get<std::string>()].second = r;
-  bool common = false;
-  for (const auto& [id, pair] : rows) common = common || (pair.first.is_object() && pair.second.is_object());
-  if (!common) throw CannotCompare("the two runs have no scenario id in common");
-  for (const auto& [id, pair] : rows) {
-    report.count(pair.first, pair.second);
-    if (differs(pair.first, pair.second)) report.change(id, pair.first, pair.second);
-  }
-  return report.print("scenario", out);
-}
-
-int compare_sweeps(const fs::path& base_dir, const fs::path& cand_dir, Report& report, std::ostream& out,
-                   std::ostream& err) {
-  const auto base = sweep::read_sweep_summary(base_dir);
-  const auto cand = sweep::read_sweep_summary(cand_dir);
-  if (base["schema_version"] != cand["schema_version"]) {
-    throw CannotCompare("different schema versions: " + cell(base["schema_version"]) + " and " +
-                        cell(cand["schema_version"]));
-  }
-  if (base.at("grid").at("identity_digest") != cand.at("grid").at("identity_digest")) {
-    throw CannotCompare("different grids: the policies' labels or the axes (names, values, scope) differ");
-  }
-  for (const auto* s : {&base, &cand}) {
-    if (!s->at("shard").is_null()) throw CannotCompare("one side is a single shard; merge the shards first");
-    if (!s->at("complete").get<bool>()) throw CannotCompare("one side is an incomplete sweep");
-  }
-  if (base["base_scenario_digest"] != cand["base_scenario_digest"]) {
-    err << "skewbench: note: the base scenarios differ; cells are matched by policy and axis values\n";
-  }
-  std::ifstream a(base_dir / "cells.jsonl");
-  std::ifstream b(cand_dir / "cells.jsonl");
-  std::string la;
-  std::string lb;
-  while (true) {
-    const bool ga = static_cast<bool>(std::getline(a, la));
-    const bool gb = static_cast<bool>(std::getline(b, lb));
-    if (!ga && !gb) break;
-    if (ga != gb) throw CannotCompare("the two cells.jsonl files have different lengths");
-    const auto ra = json::parse(la);
-    const auto rb = json::parse(lb);
-    if (ra.at("cell") != rb.at("cell") || ra.at("parameters") != rb.at("parameters") ||
-        ra.at("policy") != rb.at("policy")) {
-      throw CannotCompare("cell " + cell(ra["cell"]) + " does not match between the two sweeps");
+  for (const auto& row : summary["scenarios"]) {
+    if (!row.is_object() || !row.value("id", json(nullptr)).is_string() || !row.value("policy", json()).is_string()) {
+      throw CannotCompare(path.string() + ": a scenario row without a string id and policy: " + row.dump());
     }
-    report.count(ra, rb);
-    if (differs(ra, rb)) report.change(cell(ra["policy"]) + " " + ra["parameters"].dump(), ra, rb);
+    verdict_of(row, path.string() + ": scenario " + row["id"].get<std::string>());
   }
-  return report.print("cell", out);
+  const auto recorded = summary.value("core_digest", json(nullptr));
+  const auto recomputed = evidence::run_core_digest(summary["scenarios"]);
+  if (recorded != recomputed) {
+    throw CannotCompare(path.string() + " (" + side_name + "): its core_digest " + text::cell(recorded) +
+                        " does not match its own rows, which give " + recomputed + "; the file was edited or damaged");
+  }
+  side = {.dir = dir, .core_digest = recomputed};
+  return summary;
+}
+
+void compare_runs(Comparison& c, const fs::path& base_dir, const fs::path& cand_dir, const Options& options) {
+  const auto base = read_run(base_dir, c.base, "base");
+  const auto cand = read_run(cand_dir, c.candidate, "candidate");
+  if (base.value("schema_version", json()) != cand.value("schema_version", json())) {
+    throw CannotCompare("different schema versions: " + text::cell(base.value("schema_version", json())) + " in " +
+                        named("base", base_dir) + ", " + text::cell(cand.value("schema_version", json())) + " in " +
+                        named("candidate", cand_dir));
+  }
+  std::map<std::string, std::pair<const json*, const json*>> rows;
+  for (const auto& r : base["scenarios"]) rows[r["id"].get<std::string>()].first = &r;
+  for (const auto& r : cand["scenarios"]) rows[r["id"].get<std::string>()].second = &r;
+  Collector collector(c, options.limit);
+  for (const auto& [id, pair] : rows) collector.add(id, {{"scenario", id}}, pair.first, pair.second);
+}
+
+// --- sweeps -----------------------------------------------------------------
+
+json read_sweep(const fs::path& dir, const char* side) {
+  json summary;
+  try {
+    summary = sweep::read_sweep_summary(dir);
+  } catch (const std::exception& e) {
+    throw CannotCompare(std::string(e.what()) + " (the " + side + ")");
+  }
+  const auto shard = summary.value("shard", json(nullptr));
+  if (shard.is_object()) {
+    throw CannotCompare(named(side, dir) + " is shard " + text::cell(shard.value("index", json())) + "/" +
+                        text::cell(shard.value("count", json())) +
+                        " of its sweep; merge the shards first (skewbench merge)");
+  }
+  if (!summary.value("grid", json()).is_object()) {
+    throw CannotCompare((dir / "sweep.json").string() + " (the " + side + ") has no \"grid\" object");
+  }
+  return summary;
+}
+
+std::map<std::string, json> by_field(const json& list, const char* field) {
+  std::map<std::string, json> out;
+  if (!list.is_array()) return out;
+  for (const auto& item : list) out[text::cell(item.value(field, json()))] = item;
+  return out;
+}
+
+// Which policies and axes differ. An axis that means something else on one side
+// (absent, another pointer, another scope) makes the cells incomparable; other
+// axis values or other policies only make cells MISSING or ADDED.
+void check_grids(const json& base, const json& cand, const fs::path& base_dir, const fs::path& cand_dir,
+                 std::vector<std::string>& notes) {
+  const auto& bg = base["grid"];
+  const auto& cg = cand["grid"];
+  if (bg.value("identity_digest", json()) == cg.value("identity_digest", json()) && bg.contains("identity_digest")) {
+    return;
+  }
+  const auto b = named("base", base_dir);
+  const auto k = named("candidate", cand_dir);
+  const auto base_axes = by_field(bg.value("axes", json()), "name");
+  const auto cand_axes = by_field(cg.value("axes", json()), "name");
+  for (const auto& [name, axis] : base_axes) {
+    if (!cand_axes.contains(name))
+      throw CannotCompare("different grids: axis \"" + name + "\" is in " + b + " but not in " + k);
+  }
+  for (const auto& [name, axis] : cand_axes) {
+    const auto it = base_axes.find(name);
+    if (it == base_axes.end())
+      throw CannotCompare("different grids: axis \"" + name + "\" is in " + k + " but not in " + b);
+    for (const char* field : {"pointer", "policies"}) {
+      if (it->second.value(field, json()) != axis.value(field, json())) {
+        throw CannotCompare("different grids: axis \"" + name + "\" has " + field + " " +
+                            it->second.value(field, json()).dump() + " in " + b + " and " +
+                            axis.value(field, json()).dump() + " in " + k);
+      }
+    }
+    if (it->second.value("values", json()) != axis.value("values", json())) {
+      notes.push_back("axis \"" + name + "\" takes " + it->second.value("values", json()).dump() + " in the base and " +
+                      axis.value("values", json()).dump() + " in the candidate; cells are matched by their values");
+    }
+  }
+  const auto base_policies = by_field(bg.value("policies", json()), "label");
+  for (const auto& [label, policy] : by_field(cg.value("policies", json()), "label")) {
+    const auto it = base_policies.find(label);
+    if (it == base_policies.end()) continue;
+    const auto& bp = it->second.value("policy", json());
+    const auto& cp = policy.value("policy", json());
+    if (bp.value("name", json()) != cp.value("name", json())) {
+      throw CannotCompare("different grids: policy \"" + label + "\" is " + text::cell(bp.value("name", json())) +
+                          " in " + b + " and " + text::cell(cp.value("name", json())) + " in " + k);
+    }
+    if (bp != cp)
+      notes.push_back("policy \"" + label + "\" is " + bp.dump() + " in the base and " + cp.dump() +
+                      " in the candidate");
+  }
+}
+
+// Reads cells.jsonl line by line and recomputes its core digest on the way.
+class CellReader {
+ public:
+  CellReader(const fs::path& dir, const char* side) : path_(dir / "cells.jsonl"), side_(side), in_(path_) {
+    if (!in_) throw CannotCompare("cannot read " + path_.string() + " (the " + side + ")");
+  }
+
+  std::optional<json> next() {
+    std::string line;
+    if (!std::getline(in_, line)) return std::nullopt;
+    ++line_number_;
+    const auto where = path_.string() + ":" + std::to_string(line_number_);
+    json record;
+    try {
+      record = json::parse(line);
+    } catch (const std::exception& e) {
+      throw CannotCompare(where + ": " + e.what());
+    }
+    if (!record.is_object() || !record.value("policy", json()).is_string() ||
+        !record.value("parameters", json()).is_object()) {
+      throw CannotCompare(where + ": a cell record needs a string \"policy\" and an object \"parameters\"");
+    }
+    verdict_of(record, where);
+    digest_.update(sweep::cell_core_line(record));
+    digest_.update("\n");
+    return record;
+  }
+
+  // After the last line: the digest must be the one sweep.json records.
+  std::string checked_digest(const json& summary) {
+    const auto recomputed = digest_.hex_digest();
+    const auto recorded = summary.value("cells_core_digest", json(nullptr));
+    if (recorded != recomputed) {
+      throw CannotCompare(path_.string() + " (the " + side_ + ") gives core digest " + recomputed +
+                          ", but its sweep.json records " + text::cell(recorded) + "; a file was edited or damaged");
+    }
+    return recomputed;
+  }
+
+  std::string where() const { return path_.string() + ":" + std::to_string(line_number_); }
+
+ private:
+  fs::path path_;
+  const char* side_;
+  std::ifstream in_;
+  Sha256 digest_;
+  std::uint64_t line_number_ = 0;
+};
+
+std::string cell_key(const json& record) {
+  return record["policy"].get<std::string>() + "\n" + record["parameters"].dump();
+}
+
+// The policy label and the axis values that apply to it.
+json cell_coordinates(const json& record) {
+  json out = {{"policy", record["policy"]}};
+  for (const auto& [axis, value] : record["parameters"].items()) {
+    if (!value.is_null()) out[axis] = value;
+  }
+  return out;
+}
+
+std::string cell_label(const json& coordinates) {
+  std::vector<std::string> parts;
+  for (const auto& [axis, value] : coordinates.items()) {
+    if (axis != "policy") parts.push_back(axis + "=" + text::cell(value));
+  }
+  return coordinates["policy"].get<std::string>() + (parts.empty() ? "" : " " + text::join(parts, " "));
+}
+
+void note_incomplete(const json& summary, const char* side, const fs::path& dir, std::vector<std::string>& notes) {
+  if (summary.value("complete", true)) return;
+  notes.push_back(named(side, dir) + " is incomplete: " + text::cell(summary.value("cells_done", json())) + " of " +
+                  text::cell(summary.value("cells_planned", json())) + " cells");
+}
+
+void compare_sweeps(Comparison& c, const fs::path& base_dir, const fs::path& cand_dir, const Options& options) {
+  const auto base = read_sweep(base_dir, "base");
+  const auto cand = read_sweep(cand_dir, "candidate");
+  if (base.value("schema_version", json()) != cand.value("schema_version", json())) {
+    throw CannotCompare("different schema versions: " + text::cell(base.value("schema_version", json())) + " in " +
+                        named("base", base_dir) + ", " + text::cell(cand.value("schema_version", json())) + " in " +
+                        named("candidate", cand_dir));
+  }
+  check_grids(base, cand, base_dir, cand_dir, c.notes);
+  if (base.value("base_scenario_digest", json()) != cand.value("base_scenario_digest", json())) {
+    c.notes.push_back("the base scenarios differ; cells are matched by policy and axis values");
+  }
+  note_incomplete(base, "base", base_dir, c.notes);
+  note_incomplete(cand, "candidate", cand_dir, c.notes);
+
+  std::map<std::string, json> base_cells;
+  CellReader base_reader(base_dir, "base");
+  while (auto record = base_reader.next()) {
+    const auto key = cell_key(*record);
+    if (!base_cells.emplace(key, std::move(*record)).second) {
+      throw CannotCompare(base_reader.where() + ": a second record of the same cell");
+    }
+  }
+  c.base = {.dir = base_dir, .core_digest = base_reader.checked_digest(base)};
+
+  Collector collector(c, options.limit);
+  std::set<std::string> seen;
+  CellReader cand_reader(cand_dir, "candidate");
+  while (const auto record = cand_reader.next()) {
+    const auto key = cell_key(*record);
+    if (!seen.insert(key).second) throw CannotCompare(cand_reader.where() + ": a second record of the same cell");
+    const auto coordinates = cell_coordinates(*record);
+    const auto it = base_cells.find(key);
+    collector.add(cell_label(coordinates), coordinates, it == base_cells.end() ? nullptr : &it->second, &*record);
+    if (it != base_cells.end()) base_cells.erase(it);
+  }
+  c.candidate = {.dir = cand_dir, .core_digest = cand_reader.checked_digest(cand)};
+  for (const auto& [key, record] : base_cells) {
+    const auto coordinates = cell_coordinates(record);
+    collector.add(cell_label(coordinates), coordinates, &record, nullptr);
+  }
 }
 
 }  // namespace
 
-int compare_dirs(const fs::path& base_dir, const fs::path& candidate_dir, const Options& options, std::ostream& out,
-                 std::ostream& err) {
-  const auto base_kind = kind_of(base_dir);
-  const auto cand_kind = kind_of(candidate_dir);
-  if (base_kind != cand_kind) throw CannotCompare("one directory is a run and the other a sweep");
-  Report report(options.markdown, options.limit);
-  return base_kind == Kind::Run ? compare_runs(base_dir, candidate_dir, report, out)
-                                : compare_sweeps(base_dir, candidate_dir, report, out, err);
+int Comparison::exit_code() const {
+  if (new_conflicts > 0 || missing > 0) return 1;
+  if (candidate_errors > 0) return 3;
+  return 0;
+}
+
+const char* to_string(RowStatus status) {
+  switch (status) {
+    case RowStatus::Changed:
+      return "CHANGED";
+    case RowStatus::Missing:
+      return "MISSING";
+    case RowStatus::Added:
+      return "ADDED";
+  }
+  return "CHANGED";
+}
+
+Comparison compare_dirs(const fs::path& base_dir, const fs::path& candidate_dir, const Options& options) {
+  const auto base_kind = kind_of(base_dir, "base");
+  const auto cand_kind = kind_of(candidate_dir, "candidate");
+  if (base_kind != cand_kind) {
+    throw CannotCompare(named("base", base_dir) + " is a " + (base_kind == Kind::Run ? "run" : "sweep") + " and " +
+                        named("candidate", candidate_dir) + " a " + (cand_kind == Kind::Run ? "run" : "sweep"));
+  }
+  Comparison c;
+  c.kind = base_kind;
+  if (base_kind == Kind::Run) {
+    compare_runs(c, base_dir, candidate_dir, options);
+  } else {
+    compare_sweeps(c, base_dir, candidate_dir, options);
+  }
+  return c;
 }
 
 }  // namespace skewbench::compare

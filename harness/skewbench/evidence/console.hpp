@@ -1,15 +1,41 @@
 #pragma once
 
-// What a run prints on the console at its end.
+// What run prints at its end: the results table, then the failing checks (as
+// pytest's short summary does), or the same as one JSON document.
 
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "runner/runner.hpp"
 
 namespace skewbench::evidence {
 
-// The plain-text table printed at the end of a run.
-std::string results_table(const std::vector<runner::ScenarioResult>& results);
+// Colour only on a terminal, and never when NO_COLOR is set to anything but
+// the empty string (https://no-color.org).
+bool colour_wanted(bool is_terminal, const char* no_color_env);
+
+// The plain-text table printed at the end of a run. Its last column says
+// whether the scenario went as its expectations say ("as expected"), which is
+// not whether the policy was safe.
+std::string results_table(const std::vector<runner::ScenarioResult>& results, bool colour = false);
+
+// One line per failed check (scenario, check, expected, observed) and per
+// ERROR scenario (its error); empty when everything went as expected.
+std::string failures_summary(const std::vector<runner::ScenarioResult>& results, bool colour = false);
+
+// The closing line: how many scenarios went as expected.
+std::string outcome_line(const std::vector<runner::ScenarioResult>& results);
+
+// A run's outcome for machines (run --format json).
+struct RunReport {
+  std::filesystem::path evidence_dir;
+  std::string core_digest;
+  std::vector<std::string> warnings;
+  int exit_code = 0;
+};
+nlohmann::json run_json(const std::vector<runner::ScenarioResult>& results, const RunReport& report);
 
 }  // namespace skewbench::evidence

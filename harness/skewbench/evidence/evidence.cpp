@@ -108,6 +108,15 @@ json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r) {
           {"core_digest", json_digest(scenario_core(s, r))}};
 }
 
+std::string run_core_digest(const json& summary_rows) {
+  json core_rows = json::array();
+  for (const auto& row : summary_rows) {
+    core_rows.push_back(
+        {{"id", row.value("id", json(nullptr))}, {"core_digest", row.value("core_digest", json(nullptr))}});
+  }
+  return json_digest(core_rows);
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -122,7 +131,6 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
                                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env) {
   const auto environment = env.to_json();
   json rows = json::array();
-  json core_rows = json::array();
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     const auto& s = *scenarios[i];
     const auto& r = results[i];
@@ -149,7 +157,6 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
                            {"core_digest", json_digest(core)}};
     write_file_atomically(out_dir / "scenarios" / (s.id + ".json"), evidence.dump(2) + "\n");
     rows.push_back(summary_row(s, r));
-    core_rows.push_back({{"id", s.id}, {"core_digest", rows.back()["core_digest"]}});
   }
   bool all_pass = !results.empty();
   bool any_error = false;
@@ -157,7 +164,7 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
     all_pass = all_pass && r.pass;
     any_error = any_error || r.error.has_value();
   }
-  const auto run_digest = json_digest(core_rows);
+  const auto run_digest = run_core_digest(rows);
   const json summary = {{"schema_version", kSchemaVersion},
                         {"kind", "run_summary"},
                         {"environment", environment},

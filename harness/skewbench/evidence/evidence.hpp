@@ -52,6 +52,10 @@ std::vector<std::string> standard_warnings(int postgres_major);
 // The deterministic core of one scenario's result, and its digest.
 nlohmann::json scenario_core(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
 
+// The run's core digest from summary.json's rows: SHA-256 over [{id,
+// core_digest}] in row order. compare recomputes it to catch an edited file.
+std::string run_core_digest(const nlohmann::json& summary_rows);
+
 // One row of summary.json.
 nlohmann::json summary_row(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
 

@@ -10,6 +10,32 @@ namespace skewbench::evidence {
 
 using nlohmann::json;
 using text::cell;
+using text::markdown_escape;
+
+namespace {
+
+// One list item per failed check, and one per ERROR scenario with its error
+// (its checks were never measured, so listing them would only repeat that).
+// Every text is escaped: a multi-line error stays one list item.
+std::string failures_markdown(const std::vector<runner::ScenarioResult>& results) {
+  std::ostringstream md;
+  for (const auto& r : results) {
+    if (r.error) {
+      md << "- " << markdown_escape(r.scenario_id) << ": ERROR: " << markdown_escape(*r.error) << "\n";
+      continue;
+    }
+    for (const auto& c : r.checks) {
+      if (c.pass) continue;
+      md << "- " << markdown_escape(r.scenario_id) << ": " << markdown_escape(c.id) << " expected "
+         << markdown_escape(c.expected.dump()) << ", observed "
+         << markdown_escape(c.measured ? c.observed.dump() : std::string("not measured")) << "\n";
+    }
+  }
+  const auto items = md.str();
+  return items.empty() ? items : "\n## Failures\n\n" + items;
+}
+
+}  // namespace
 
 std::string result_markdown(const std::vector<const scenario::Scenario*>& scenarios,
                             const std::vector<runner::ScenarioResult>& results, const json& summary,
@@ -37,20 +63,7 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
     }
     md << "\nScore: **" << published["score"] << "/" << published["max_score"] << "**\n";
   }
-  bool any_failed = false;
-  for (const auto& r : results) any_failed = any_failed || !r.pass;
-  if (any_failed) {
-    md << "\n## Failures\n\n";
-    for (const auto& r : results) {
-      if (r.error) md << "- " << r.scenario_id << ": ERROR: " << *r.error << "\n";
-      for (const auto& c : r.checks) {
-        if (!c.pass) {
-          md << "- " << r.scenario_id << ": `" << c.id << "` expected `" << c.expected.dump() << "`, observed `"
-             << (c.measured ? c.observed.dump() : std::string("not measured")) << "`\n";
-        }
-      }
-    }
-  }
+  md << failures_markdown(results);
   md << "\n## Environment\n\n";
   md << "- harness: " << build_info::kVersion << " (" << build_info::kGitCommit << ", " << build_info::kBuildType
      << ")\n";
@@ -62,7 +75,7 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
   md << "- core digest: `" << summary["core_digest"].get<std::string>() << "`\n";
   if (!env.warnings.empty()) {
     md << "\n## Warnings\n\n";
-    for (const auto& w : env.warnings) md << "- **" << w << "**\n";
+    for (const auto& w : env.warnings) md << "- **" << markdown_escape(w) << "**\n";
   }
   return md.str();
 }

@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include "common/errors.hpp"
+#include "infra/http_failure.hpp"
 
 namespace skewbench::infra {
 namespace {
@@ -29,6 +30,12 @@ nlohmann::json parse_body(const std::string& body, const std::string& what) {
   } catch (const std::exception&) {
     throw InfrastructureError(what + ": the remote answered with a body that is not JSON");
   }
+}
+
+// httplib's one-word error ("Connection") as the reason a reader needs.
+std::string failure_reason(httplib::Error error, const std::string& base_url) {
+  const auto endpoint = parse_http_url(base_url);
+  return http_failure_reason(error, endpoint.host, endpoint.port);
 }
 
 }  // namespace
@@ -87,7 +94,7 @@ HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
       ex.response_body = nullptr;
       return ex;
     }
-    throw InfrastructureError("POST " + base_url_ + "/effects failed: " + httplib::to_string(err));
+    throw InfrastructureError("POST " + base_url_ + "/effects failed: " + failure_reason(err, base_url_));
   }
   ex.http_status = res->status;
   ex.response_body = parse_body(res->body, "POST /effects");
@@ -109,7 +116,7 @@ HttpExchange HttpRemote::status(const std::string& operation_id, std::int64_t lo
   const auto start = Clock::now();
   auto res = client_->Get(path, headers);
   ex.duration_us = micros_since(start);
-  if (!res) throw InfrastructureError("GET " + base_url_ + path + " failed: " + httplib::to_string(res.error()));
+  if (!res) throw InfrastructureError("GET " + base_url_ + path + " failed: " + failure_reason(res.error(), base_url_));
   if (res->status != 200) {
     throw InfrastructureError("GET " + path + " answered " + std::to_string(res->status) + ": " + res->body);
   }
@@ -120,7 +127,9 @@ HttpExchange HttpRemote::status(const std::string& operation_id, std::int64_t lo
 
 nlohmann::json HttpRemote::health() {
   auto res = client_->Get("/health");
-  if (!res) throw InfrastructureError("GET " + base_url_ + "/health failed: " + httplib::to_string(res.error()));
+  if (!res) {
+    throw InfrastructureError("GET " + base_url_ + "/health failed: " + failure_reason(res.error(), base_url_));
+  }
   if (res->status != 200) throw InfrastructureError("GET /health answered " + std::to_string(res->status));
   return parse_body(res->body, "GET /health");
 }
