@@ -151,7 +151,8 @@ TEST_CASE("skewbench report --out writes elsewhere and prints every path it wrot
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.output, ContainsSubstring("wrote " + (out / "report.html").string()));
-  CHECK_THAT(result.output, ContainsSubstring("wrote " + (out / "maps" / "alpha__offset_s__by__eps_s.svg").string()));
+  CHECK_THAT(result.output,
+             ContainsSubstring("wrote " + (out / "maps" / "alpha__offset_s__by__recovery_s.svg").string()));
   CHECK(fs::exists(out / "maps" / "beta__b___offset_s__by__recovery_s.svg"));
   CHECK_FALSE(fs::exists(dir.path() / "sweep" / "report.html"));
 }

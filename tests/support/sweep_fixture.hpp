@@ -101,6 +101,9 @@ inline std::filesystem::path write_tiny_sweep(const std::filesystem::path& dir) 
                         {"kind", "sweep_summary"},
                         {"grid_id", TinySweep::kGridId},
                         {"grid", tiny_grid()},
+                        {"grid_document",
+                         {{"description", "a tiny grid <for> tests"},
+                          {"axes", json::array({{{"name", "offset_s"}, {"description", "node B's clock offset"}}})}}},
                         {"shard", nullptr},
                         {"cells_total", 24},
                         {"cells_planned", 24},
@@ -109,7 +112,10 @@ inline std::filesystem::path write_tiny_sweep(const std::filesystem::path& dir) 
                         {"per_policy", per_policy},
                         {"cells_core_digest", "c0ffee"},
                         {"environment",
-                         {{"postgresql", {{"server_version", "17.2 <test>"}}},
+                         {{"started_at_utc", "2026-11-30T01:00:00Z"},
+                          {"finished_at_utc", "2026-11-30T01:02:00Z"},
+                          {"host", "testhost"},
+                          {"postgresql", {{"server_version", "17.2 <test>"}}},
                           {"remote_effect", {{"version", "0.1.0"}, {"sqlite_version", "3.40.1"}, {"sync", "full"}}}}},
                         {"warnings", {"a warning with <angle> brackets"}}};
   write_file_atomically(dir / "sweep.json", summary.dump(2));

@@ -44,13 +44,13 @@ const std::string kBetaEpsMap = "beta__b___offset_s__by__eps_s.svg";
 
 }  // namespace
 
-TEST_CASE("the report draws one SVG heat map per policy per map, inline and as a file") {
+TEST_CASE("the report draws one SVG heat map per policy per map that applies to it, inline and as a file") {
   Rendered r;
-  CHECK(occurrences(r.html, "<svg xmlns=\"http://www.w3.org/2000/svg\"") == 4);
-  REQUIRE(r.files.maps.size() == 4);
-  CHECK(r.files.maps[0].filename() == "alpha__offset_s__by__eps_s.svg");
-  CHECK(r.files.maps[1].filename() == "alpha__offset_s__by__recovery_s.svg");
-  CHECK(r.files.maps[2].filename() == kBetaEpsMap);
+  CHECK(occurrences(r.html, "<svg xmlns=\"http://www.w3.org/2000/svg\"") == 3);
+  REQUIRE(r.files.maps.size() == 3);
+  CHECK(r.files.maps[0].filename() == "alpha__offset_s__by__recovery_s.svg");
+  CHECK(r.files.maps[1].filename() == kBetaEpsMap);
+  CHECK(r.files.maps[2].filename() == "beta__b___offset_s__by__recovery_s.svg");
   for (const auto& path : r.files.maps) {
     const auto svg = read_file(path);
     CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
@@ -71,7 +71,7 @@ TEST_CASE("the report has a legend with every verdict and its colour") {
 
 TEST_CASE("the report marks a published point on its policy's maps with its verdict") {
   Rendered r;
-  const auto alpha = r.map("alpha__offset_s__by__eps_s.svg");
+  const auto alpha = r.map("alpha__offset_s__by__recovery_s.svg");
   CHECK_THAT(alpha, ContainsSubstring(">#018 &lt;mark&gt; &amp; co<"));
   CHECK_THAT(alpha, ContainsSubstring(">#018 &lt;mark&gt; &amp; co: CONFLICT<"));
   CHECK_THAT(alpha, ContainsSubstring("<circle"));
@@ -111,18 +111,37 @@ TEST_CASE("the report references nothing outside itself") {
 TEST_CASE("a cell without a record is drawn as not run, and the incomplete sweep is a warning") {
   Rendered r;
   const auto beta = r.map(kBetaEpsMap);
-  CHECK_THAT(beta, ContainsSubstring("fill=\"url(#map2-notrun)\"><title>offset_s = 0, eps_s = 0: not run</title>"));
+  CHECK_THAT(beta, ContainsSubstring("fill=\"url(#map1-notrun)\"><title>offset_s = 0, eps_s = 0: not run</title>"));
   CHECK_THAT(beta, ContainsSubstring(">not run 1<"));
   CHECK_THAT(r.html, ContainsSubstring("incomplete sweep: 23 of 24 cells were run"));
   CHECK_THAT(r.map("alpha__offset_s__by__recovery_s.svg"), !ContainsSubstring("not run"));
 }
 
-TEST_CASE("an axis that does not apply to a policy is a single row labelled n/a") {
+TEST_CASE("a map over an axis a policy ignores is not drawn for it, and its section says so once") {
   Rendered r;
-  const auto alpha = r.map("alpha__offset_s__by__eps_s.svg");
-  CHECK_THAT(alpha, ContainsSubstring(">n/a<"));
-  CHECK_THAT(alpha, ContainsSubstring("not used by this policy (n/a): eps_s"));
-  CHECK(occurrences(alpha, ">C</text>") == 1);  // one row: only offset_s = 10 conflicts
+  CHECK_FALSE(fs::exists(r.dir.path() / "maps" / "alpha__offset_s__by__eps_s.svg"));
+  CHECK(occurrences(r.html, "node_local does not use eps_s: the maps over it are not drawn for this policy.") == 1);
+  CHECK_THAT(r.html, !ContainsSubstring(">n/a</text>"));
+}
+
+TEST_CASE("the report shows the grid's description, each axis's meaning, and when and on what it ran") {
+  Rendered r;
+  CHECK_THAT(r.html, ContainsSubstring("a tiny grid &lt;for&gt; tests"));
+  CHECK_THAT(r.html, ContainsSubstring("node B&#39;s clock offset; sets <code>/nodes/1/clock_offset_s</code>"));
+  CHECK_THAT(r.html, ContainsSubstring("sets <code>/steps/2/at_s</code> in the base scenario"));
+  CHECK_THAT(r.html, ContainsSubstring("ran 2026-11-30T01:00:00Z to 2026-11-30T01:02:00Z on testhost"));
+}
+
+TEST_CASE("the report shows policy parameters as text, not JSON") {
+  Rendered r;
+  CHECK_THAT(r.html, ContainsSubstring("policy <strong>uncertainty</strong>: max_clock_error_s = 5"));
+  CHECK_THAT(r.html, ContainsSubstring("policy <strong>node_local</strong>: no parameters"));
+  CHECK_THAT(r.html, !ContainsSubstring("{&quot;name&quot;"));
+}
+
+TEST_CASE("the legend says CONFLICT means two or more effects") {
+  Rendered r;
+  CHECK_THAT(r.html, ContainsSubstring("<strong>CONFLICT</strong> (C): two or more effects"));
 }
 
 TEST_CASE("the report is byte-for-byte the same for the same sweep") {

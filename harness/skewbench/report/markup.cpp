@@ -8,7 +8,8 @@ const StateStyle& style_of(CellState state) {
   static constexpr StateStyle kNotRun{"not run", "", "", "",
                                       "no record in cells.jsonl (incomplete sweep or another shard)"};
   static constexpr StateStyle kSafe{"SAFE", "#009E73", "#00291E", "S", "exactly one effect"};
-  static constexpr StateStyle kConflict{"CONFLICT", "#D55E00", "#2B1300", "C", "the effect happened twice"};
+  static constexpr StateStyle kConflict{"CONFLICT", "#D55E00", "#2B1300", "C",
+                                        "two or more effects at the remote: the effect happened more than once"};
   static constexpr StateStyle kHeld{"HELD", "#F0E442", "#3D3800", "H",
                                     "no duplicate; time refused (TIME_UNKNOWN), escalated, or effect unconfirmed"};
   static constexpr StateStyle kError{"ERROR", "#332288", "#FFFFFF", "E",

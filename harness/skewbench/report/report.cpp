@@ -1,9 +1,11 @@
 #include "report/report.hpp"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "report/map_svg.hpp"
 #include "report/markup.hpp"
 
@@ -34,6 +36,7 @@ figure { margin: 0; border: 1px solid #dddddd; border-radius: 6px; padding: 4px;
 figcaption { font-size: 12px; color: #555555; padding: 2px 10px 4px; width: 0; min-width: calc(100% - 20px); overflow-wrap: anywhere; }
 svg { display: block; max-width: 100%; height: auto; }
 .policy-json { margin: 0 0 10px; }
+.description { margin: 4px 0 10px; max-width: 80ch; }
 )";
 
 std::string esc(std::string_view text) { return escape_xml(text); }
@@ -77,9 +80,21 @@ std::vector<std::string> report_warnings(const SweepInfo& sweep, const Tally& ta
   return out;
 }
 
+std::string environment_text(const json& env, const std::string& pointer) {
+  const json::json_pointer p(pointer);
+  return env.contains(p) ? value_text(env[p]) : "unknown";
+}
+
 std::string header_html(const SweepInfo& sweep) {
   std::ostringstream out;
   out << "<header>\n<h1>Sweep <code>" << esc(sweep.grid_id) << "</code></h1>\n";
+  if (!sweep.description.empty()) out << "<p class=\"description\">" << esc(sweep.description) << "</p>\n";
+  out << "<p class=\"facts\">ran " << esc(environment_text(sweep.environment, "/started_at_utc")) << " to "
+      << esc(environment_text(sweep.environment, "/finished_at_utc")) << " on "
+      << esc(environment_text(sweep.environment, "/host")) << ": PostgreSQL "
+      << esc(environment_text(sweep.environment, "/postgresql/server_version")) << ", remote-effect "
+      << esc(environment_text(sweep.environment, "/remote_effect/version")) << ", skewbench "
+      << esc(environment_text(sweep.environment, "/harness/version")) << "</p>\n";
   out << "<p class=\"facts\">" << sweep.cells_done << " of " << sweep.cells_total << " cells run"
       << (sweep.complete ? " (complete)" : " (incomplete)");
   if (!sweep.shard.is_null()) out << " · shard " << esc(sweep.shard.dump());
@@ -117,8 +132,24 @@ std::string legend_html() {
   out << "<li><svg width=\"14\" height=\"14\" viewBox=\"0 0 14 14\" style=\"display:inline;vertical-align:-2px;"
          "margin-right:6px\"><circle cx=\"7\" cy=\"7\" r=\"5\" fill=\"none\" stroke=\"#000000\" stroke-width=\"2\"/>"
          "</svg>a marked point (the published #018 runs)</li>\n</ul>\n";
-  out << "<p class=\"facts\">Each map holds every axis but its two at the policy's default; an axis a policy does not "
-         "use is a single row or column labelled n/a.</p>\n";
+  out << "<p class=\"facts\">Each map holds every axis but its two at the policy's default. A map over an axis "
+         "a policy does not use is not drawn for that policy; its section says so.</p>\n";
+  return out.str();
+}
+
+std::string axes_html(const SweepInfo& sweep) {
+  std::ostringstream out;
+  out << "<h2>Axes</h2>\n<table class=\"axes\">\n<thead><tr><th>axis</th><th>what it means</th><th>values</th>"
+         "<th>policies</th></tr></thead>\n<tbody>\n";
+  for (const auto& axis : sweep.axes) {
+    std::vector<std::string> values;
+    for (const auto& v : axis.values) values.push_back(value_text(v));
+    out << "<tr><td>" << esc(axis.name) << "</td><td>" << (axis.description.empty() ? "" : esc(axis.description) + "; ")
+        << "sets <code>" << esc(axis.pointer) << "</code> in the base scenario</td><td>"
+        << esc(text::join(values, ", ")) << "</td><td>"
+        << esc(axis.policies.empty() ? std::string("all") : text::join(axis.policies, ", ")) << "</td></tr>\n";
+  }
+  out << "</tbody>\n</table>\n";
   return out.str();
 }
 
@@ -138,21 +169,6 @@ std::string totals_html(const SweepInfo& sweep) {
   return out.str();
 }
 
-std::string policy_html(const PolicyInfo& policy, const std::vector<const Slice*>& slices,
-                        const std::vector<std::string>& svgs, const std::vector<std::string>& files) {
-  std::ostringstream out;
-  out << "<section>\n<h2>" << esc(policy.label) << "</h2>\n<p class=\"policy-json\"><code>" << esc(policy.policy.dump())
-      << "</code></p>\n<div class=\"maps\">\n";
-  for (std::size_t k = 0; k < slices.size(); ++k) {
-    out << "<figure>\n"
-        << svgs[k] << "<figcaption>standalone: <a href=\"maps/" << esc(files[k]) << "\">maps/" << esc(files[k])
-        << "</a></figcaption>\n</figure>\n";
-  }
-  if (slices.empty()) out << "<p>The grid names no maps.</p>\n";
-  out << "</div>\n</section>\n";
-  return out.str();
-}
-
 void flatten(const json& value, const std::string& path, std::vector<std::pair<std::string, std::string>>& rows) {
   if (value.is_object()) {
     for (const auto& [key, child] : value.items()) flatten(child, path.empty() ? key : path + "." + key, rows);
@@ -161,9 +177,49 @@ void flatten(const json& value, const std::string& path, std::vector<std::pair<s
   }
 }
 
-std::string environment_text(const json& env, const std::string& pointer) {
-  const json::json_pointer p(pointer);
-  return env.contains(p) ? value_text(env[p]) : "unknown";
+// "max_clock_error_s = 20; authority.offset_s = 5", or "no parameters".
+std::string policy_parameters_text(const json& policy) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  json parameters = policy;
+  parameters.erase("name");
+  flatten(parameters, "", rows);
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : rows) parts.push_back(key + " = " + value);
+  return parts.empty() ? "no parameters" : text::join(parts, "; ");
+}
+
+// The axes of maps that are not drawn for this policy, because it ignores them.
+std::vector<std::string> ignored_map_axes(const SweepInfo& sweep, const PolicyInfo& policy) {
+  std::vector<std::string> out;
+  for (const auto& map : sweep.maps) {
+    for (const auto* name : {&map.x, &map.y}) {
+      if (!sweep.axis(*name).applies_to(policy.name) && std::find(out.begin(), out.end(), *name) == out.end()) {
+        out.push_back(*name);
+      }
+    }
+  }
+  return out;
+}
+
+std::string policy_html(const SweepInfo& sweep, const PolicyInfo& policy, const std::vector<std::string>& svgs,
+                        const std::vector<std::string>& files) {
+  std::ostringstream out;
+  out << "<section>\n<h2>" << esc(policy.label) << "</h2>\n<p class=\"policy-json\">policy <strong>" << esc(policy.name)
+      << "</strong>: " << esc(policy_parameters_text(policy.policy)) << "</p>\n";
+  const auto ignored = ignored_map_axes(sweep, policy);
+  if (!ignored.empty()) {
+    out << "<p class=\"facts\">" << esc(policy.name) << " does not use " << esc(text::join(ignored, ", "))
+        << ": the maps over " << (ignored.size() == 1 ? "it" : "them") << " are not drawn for this policy.</p>\n";
+  }
+  out << "<div class=\"maps\">\n";
+  for (std::size_t k = 0; k < svgs.size(); ++k) {
+    out << "<figure>\n"
+        << svgs[k] << "<figcaption>standalone: <a href=\"maps/" << esc(files[k]) << "\">maps/" << esc(files[k])
+        << "</a></figcaption>\n</figure>\n";
+  }
+  if (sweep.maps.empty()) out << "<p>The grid names no maps.</p>\n";
+  out << "</div>\n</section>\n";
+  return out.str();
 }
 
 std::string environment_html(const json& env) {
@@ -189,14 +245,15 @@ struct RenderedMaps {
   std::vector<std::string> files;
 };
 
-RenderedMaps render_maps(const std::vector<Slice>& slices, const SweepInfo& sweep) {
+RenderedMaps render_maps(const std::vector<Slice>& slices) {
   RenderedMaps maps;
   std::set<std::string> taken;
   for (std::size_t k = 0; k < slices.size(); ++k) {
-    const auto& map = sweep.maps[k % sweep.maps.size()];
-    std::string name = map_file_name(slices[k].policy_label(), map.x, map.y);
+    const auto& x = slices[k].x().name();
+    const auto& y = slices[k].y().name();
+    std::string name = map_file_name(slices[k].policy_label(), x, y);
     for (int n = 2; !taken.insert(name).second; ++n) {
-      name = map_file_name(slices[k].policy_label() + "-" + std::to_string(n), map.x, map.y);
+      name = map_file_name(slices[k].policy_label() + "-" + std::to_string(n), x, y);
     }
     maps.files.push_back(name);
     maps.svgs.push_back(render_map_svg(slices[k], "map" + std::to_string(k)));
@@ -210,18 +267,17 @@ std::string page_html(const SweepInfo& sweep, const Tally& tally, const std::vec
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>skewbench sweep "
       << esc(sweep.grid_id) << "</title>\n<style>" << style_sheet() << "</style>\n</head>\n<body>\n";
-  out << header_html(sweep) << warnings_html(report_warnings(sweep, tally)) << legend_html() << totals_html(sweep);
-  for (std::size_t p = 0; p < sweep.policies.size(); ++p) {
-    std::vector<const Slice*> own;
+  out << header_html(sweep) << warnings_html(report_warnings(sweep, tally)) << legend_html() << axes_html(sweep)
+      << totals_html(sweep);
+  for (const auto& policy : sweep.policies) {
     std::vector<std::string> svgs;
     std::vector<std::string> files;
-    for (std::size_t m = 0; m < sweep.maps.size(); ++m) {
-      const std::size_t k = p * sweep.maps.size() + m;
-      own.push_back(&slices[k]);
+    for (std::size_t k = 0; k < slices.size(); ++k) {
+      if (slices[k].policy_label() != policy.label) continue;
       svgs.push_back(maps.svgs[k]);
       files.push_back(maps.files[k]);
     }
-    out << policy_html(sweep.policies[p], own, svgs, files);
+    out << policy_html(sweep, policy, svgs, files);
   }
   out << environment_html(sweep.environment)
       << "<footer><p class=\"facts\">Written by skewbench report from sweep.json and cells.jsonl.</p></footer>\n"
@@ -255,7 +311,7 @@ ReportFiles write_report(const fs::path& sweep_dir, const fs::path& out_dir) {
   const auto sweep = read_sweep_info(sweep_dir / "sweep.json");
   auto slices = make_slices(sweep);
   const auto tally = stream_cells(sweep_dir / "cells.jsonl", sweep, slices);
-  const auto maps = render_maps(slices, sweep);
+  const auto maps = render_maps(slices);
   ReportFiles files;
   for (std::size_t k = 0; k < slices.size(); ++k) {
     files.maps.push_back(out_dir / "maps" / maps.files[k]);

@@ -68,6 +68,23 @@ void read_grid(const json& value, SweepInfo& info) {
   }
 }
 
+// The grid file's own words: its description and each axis's, when given.
+void read_descriptions(const json* grid_document, SweepInfo& info) {
+  if (!grid_document || !grid_document->is_object()) return;
+  const auto description = grid_document->value("description", json());
+  if (description.is_string()) info.description = description.get<std::string>();
+  const auto axes = grid_document->value("axes", json::array());
+  if (!axes.is_array()) return;
+  for (const auto& axis : axes) {
+    if (!axis.is_object() || !axis.value("description", json()).is_string()) continue;
+    for (auto& known : info.axes) {
+      if (axis.value("name", json()) == known.name) {
+        known.description = axis["description"].get<std::string>();
+      }
+    }
+  }
+}
+
 SweepInfo parse_sweep_info(const json& doc) {
   ObjectReader root(doc, "$");
   if (root.optional_string("kind") != "sweep_summary") {
@@ -87,6 +104,7 @@ SweepInfo parse_sweep_info(const json& doc) {
   info.environment = environment && environment->is_object() ? *environment : json::object();
   const auto* warnings = root.optional("warnings");
   if (warnings) info.warnings = read_strings(*warnings, "$.warnings");
+  read_descriptions(root.optional("grid_document"), info);
   return info;
 }
 
@@ -223,10 +241,16 @@ PlacedMark Slice::place(const MarkInfo& mark, const SweepInfo& sweep) const {
   return placed;
 }
 
+bool map_applies(const SweepInfo& sweep, const PolicyInfo& policy, const MapInfo& map) {
+  return sweep.axis(map.x).applies_to(policy.name) && sweep.axis(map.y).applies_to(policy.name);
+}
+
 std::vector<Slice> make_slices(const SweepInfo& sweep) {
   std::vector<Slice> slices;
   for (std::size_t p = 0; p < sweep.policies.size(); ++p) {
-    for (const auto& map : sweep.maps) slices.emplace_back(sweep, p, map);
+    for (const auto& map : sweep.maps) {
+      if (map_applies(sweep, sweep.policies[p], map)) slices.emplace_back(sweep, p, map);
+    }
   }
   return slices;
 }

@@ -42,6 +42,7 @@ struct PolicyInfo {
 // What the report uses from sweep.json.
 struct SweepInfo {
   std::string grid_id;
+  std::string description;  // the grid's own description ("" when sweep.json lacks it)
   std::vector<PolicyInfo> policies;
   std::vector<AxisInfo> axes;
   std::vector<MapInfo> maps;
@@ -127,7 +128,11 @@ class Slice {
   std::vector<PlacedMark> marks_;
 };
 
-// One slice per policy per map, policies in grid order.
+// Whether a map is drawn for a policy: both its axes apply to the policy (a
+// map over an axis the policy ignores would be a single n/a row).
+bool map_applies(const SweepInfo& sweep, const PolicyInfo& policy, const MapInfo& map);
+
+// One slice per policy per map that applies to it, policies in grid order.
 std::vector<Slice> make_slices(const SweepInfo& sweep);
 
 // Verdict counts per policy label as found in cells.jsonl.

@@ -112,6 +112,7 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
       axis.name = a.require_string("name");
       if (!axis_names.insert(axis.name).second) throw InputError(a.child_path("name"), "axis name used twice");
       axis.pointer = a.require_string("pointer");
+      axis.description = a.optional_string("description").value_or("");
       try {
         json::json_pointer pointer(axis.pointer);
         (void)pointer;

@@ -27,6 +27,7 @@ struct Axis {
   std::string pointer;  // JSON Pointer into the scenario document
   std::vector<nlohmann::json> values;
   std::vector<std::string> policies;  // policy names it applies to; empty = all
+  std::string description;            // what the axis means, for a reader; optional
 
   bool applies_to(const std::string& policy_name) const;
 };
