@@ -90,7 +90,7 @@ TEST_CASE("colour only on a terminal and only without NO_COLOR") {
   CHECK(evidence::colour_wanted(c.terminal, c.no_color) == c.colour);
 }
 
-TEST_CASE("without colour the console holds no escape sequence; with it, columns stay aligned") {
+TEST_CASE("without colour the console holds no escape sequence, and with colour it does") {
   const std::vector<runner::ScenarioResult> results = {failing_result()};
   CHECK(evidence::results_table(results, false).find('\x1b') == std::string::npos);
   CHECK(evidence::failures_summary(results, false).find('\x1b') == std::string::npos);
