@@ -36,17 +36,20 @@ std::string log_since(const std::optional<std::string>& path, std::uintmax_t off
 RemoteEffectProcess::RemoteEffectProcess(LaunchOptions options) : options_(std::move(options)) { start(options_.port); }
 
 void RemoteEffectProcess::start(int port) {
-  const std::vector<std::string> argv = {options_.binary,
-                                         "--host",
-                                         options_.host,
-                                         "--port",
-                                         std::to_string(port),
-                                         "--state-db",
-                                         options_.state_db.string(),
-                                         "--sync",
-                                         options_.sync,
-                                         "--default-ttl-seconds",
-                                         std::to_string(options_.default_ttl_seconds)};
+  std::vector<std::string> argv = {options_.binary,
+                                   "--host",
+                                   options_.host,
+                                   "--port",
+                                   std::to_string(port),
+                                   "--state-db",
+                                   options_.state_db.string(),
+                                   "--sync",
+                                   options_.sync,
+                                   "--dedupe",
+                                   options_.dedupe,
+                                   "--default-ttl-seconds",
+                                   std::to_string(options_.default_ttl_seconds)};
+  argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   const auto log_offset = file_size_or_zero(options_.stderr_path);
   Subprocess::Options process_options;
   process_options.stderr_path = options_.stderr_path;

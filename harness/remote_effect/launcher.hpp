@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <sys/types.h>
 #include <nlohmann/json.hpp>
@@ -23,7 +24,9 @@ struct LaunchOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = let the service pick a free port
   std::string sync = "full";
+  std::string dedupe = "durable";  // --dedupe: durable or volatile
   int default_ttl_seconds = 60;
+  std::vector<std::string> extra_args;     // appended as given (e.g. --max-connections 8)
   std::optional<std::string> stderr_path;  // service log; inherit stderr when empty
   std::chrono::milliseconds ready_timeout{10000};
 };

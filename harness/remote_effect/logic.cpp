@@ -30,9 +30,80 @@ HeaderValue single_header(const Headers& headers, std::string_view name) {
   }
   if (!is_valid_header_value(first->second)) {
     return bad_request("invalid_header_value", std::string(name),
-                       "header values are at most 256 bytes with no control characters");
+                       "header values are at most 256 bytes of valid UTF-8 with no control characters");
   }
   return std::optional<std::string>{first->second};
+}
+
+constexpr std::array kIntegerHeaders = {kLogicalTimeHeader, kTtlHeader, kDropAckHeader, kRequireFenceHeader,
+                                        kExpectedEpochHeader};
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower_ascii(x) == lower_ascii(y); });
+}
+
+bool is_space_or_tab(char c) { return c == ' ' || c == '\t'; }
+
+// A padded value: more than one space (or any tab) before it, or any space or
+// tab after it. An empty value is not padded (it is refused as invalid).
+bool is_padded(std::string_view raw_value) {
+  if (!raw_value.empty() && raw_value.front() == ' ') raw_value.remove_prefix(1);
+  if (raw_value.empty()) return false;
+  return is_space_or_tab(raw_value.front()) || is_space_or_tab(raw_value.back());
+}
+
+std::optional<RequestError> padded_header_error(std::string_view request_head) {
+  if (auto name = find_padded_integer_header(request_head)) {
+    return bad_request("invalid_header_value", *name, "integer headers take no spaces or tabs around the value");
+  }
+  return std::nullopt;
+}
+
+// Reads X-Logical-Time, which every request but /health needs.
+Parsed<std::int64_t> logical_time(const Headers& headers) {
+  auto value = single_header(headers, kLogicalTimeHeader);
+  if (auto* error = std::get_if<RequestError>(&value)) return *error;
+  const auto& text = std::get<std::optional<std::string>>(value);
+  const auto now_s = text ? parse_int64(*text) : std::nullopt;
+  if (!now_s) {
+    return bad_request(std::string(kErrorBadLogicalTime), std::string(kLogicalTimeHeader),
+                       "X-Logical-Time must be a base-10 int64 of logical seconds");
+  }
+  return *now_s;
+}
+
+// An operation id taken from a path: same rules as a header value.
+std::optional<RequestError> path_operation_id_error(std::string_view operation_id) {
+  if (operation_id.empty()) return bad_request("missing_operation_id");
+  if (!is_valid_header_value(operation_id)) {
+    return bad_request("invalid_operation_id", std::nullopt,
+                       "operation ids are at most 256 bytes of valid UTF-8 with no control characters");
+  }
+  return std::nullopt;
+}
+
+// X-Require-Temporal-Fence and X-Expected-Temporal-Epoch.
+Parsed<std::optional<std::int64_t>> fence_epoch(const std::optional<std::string>& require,
+                                                const std::optional<std::string>& expected) {
+  std::optional<std::int64_t> epoch;
+  if (expected) {
+    epoch = parse_int64(*expected);
+    if (!epoch) {
+      return bad_request(std::string(kErrorInvalidEpoch), std::string(kExpectedEpochHeader),
+                         "X-Expected-Temporal-Epoch must be a base-10 int64");
+    }
+  }
+  if (!require || *require == "0") return std::optional<std::int64_t>{};
+  if (*require != "1") {
+    return bad_request(std::string(kErrorInvalidFence), std::string(kRequireFenceHeader),
+                       "X-Require-Temporal-Fence must be 0 or 1");
+  }
+  if (!epoch) {
+    return bad_request(std::string(kErrorMissingEpoch), std::string(kExpectedEpochHeader),
+                       "X-Require-Temporal-Fence: 1 needs X-Expected-Temporal-Epoch");
+  }
+  return epoch;
 }
 
 }  // namespace
@@ -52,12 +123,68 @@ std::optional<std::int64_t> parse_int64(std::string_view text) {
   return value;
 }
 
+bool is_valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xbf;  // the range of the second byte
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if (lead >= 0xc2 && lead <= 0xdf) {
+      length = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+      length = 3;
+      if (lead == 0xe0) low = 0xa0;   // overlong
+      if (lead == 0xed) high = 0x9f;  // surrogates
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      length = 4;
+      if (lead == 0xf0) low = 0x90;   // overlong
+      if (lead == 0xf4) high = 0x8f;  // above U+10FFFF
+    } else {
+      return false;
+    }
+    if (text.size() - i < length) return false;
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto byte = static_cast<unsigned char>(text[i + k]);
+      if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xbf)) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
 bool is_valid_header_value(std::string_view value) {
-  if (value.size() > kMaxHeaderValueBytes) return false;
+  if (value.size() > kMaxHeaderValueBytes || !is_valid_utf8(value)) return false;
   return std::none_of(value.begin(), value.end(), [](char c) {
     const auto byte = static_cast<unsigned char>(c);
     return byte < 0x20 || byte == 0x7f;
   });
+}
+
+std::optional<std::string> find_padded_integer_header(std::string_view request_head) {
+  while (!request_head.empty()) {
+    const auto end = request_head.find('\n');
+    std::string_view line = request_head.substr(0, end);
+    request_head.remove_prefix(end == std::string_view::npos ? request_head.size() : end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const auto name = line.substr(0, colon);
+    for (const auto header : kIntegerHeaders) {
+      if (equals_ignoring_case(name, header) && is_padded(line.substr(colon + 1))) return std::string(header);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view dedupe_mode_name(DedupeMode mode) { return mode == DedupeMode::durable ? "durable" : "volatile"; }
+
+std::optional<DedupeMode> parse_dedupe_mode(std::string_view text) {
+  if (text == "durable") return DedupeMode::durable;
+  if (text == "volatile") return DedupeMode::volatile_;
+  return std::nullopt;
 }
 
 bool CaseInsensitiveLess::operator()(std::string_view a, std::string_view b) const {
@@ -72,16 +199,19 @@ nlohmann::json RequestError::to_json() const {
   return body;
 }
 
-Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body, std::int64_t default_ttl_s) {
-  static constexpr std::array kProtocolHeaders = {kOperationIdHeader, kIdempotencyKeyHeader, kLogicalTimeHeader,
-                                                  kTtlHeader, kDropAckHeader};
+Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body, std::int64_t default_ttl_s,
+                                       std::string_view request_head) {
+  static constexpr std::array kProtocolHeaders = {kOperationIdHeader,  kIdempotencyKeyHeader, kLogicalTimeHeader,
+                                                  kTtlHeader,          kDropAckHeader,        kRequireFenceHeader,
+                                                  kExpectedEpochHeader};
   std::array<std::optional<std::string>, kProtocolHeaders.size()> values;
   for (std::size_t i = 0; i < kProtocolHeaders.size(); ++i) {
     auto value = single_header(headers, kProtocolHeaders[i]);
     if (auto* error = std::get_if<RequestError>(&value)) return *error;
     values[i] = std::get<std::optional<std::string>>(std::move(value));
   }
-  const auto& [operation_id, key, logical_time, ttl, drop_ack] = values;
+  const auto& [operation_id, key, logical_time, ttl, drop_ack, require_fence, expected_epoch] = values;
+  if (auto error = padded_header_error(request_head)) return *error;
 
   if (!operation_id || operation_id->empty()) {
     return bad_request("missing_operation_id", std::string(kOperationIdHeader));
@@ -127,25 +257,50 @@ Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view 
     return bad_request("invalid_drop_ack", std::string(kDropAckHeader), "X-Drop-Ack must be 0 or 1");
   }
 
+  auto fence = fence_epoch(require_fence, expected_epoch);
+  if (auto* error = std::get_if<RequestError>(&fence)) return *error;
+  request.fence_epoch = std::get<std::optional<std::int64_t>>(fence);
+
   request.body_sha256 = sha256_hex(body);
   return request;
 }
 
-Parsed<StatusRequest> parse_status_request(std::string_view operation_id, const Headers& headers) {
-  auto logical_time = single_header(headers, kLogicalTimeHeader);
-  if (auto* error = std::get_if<RequestError>(&logical_time)) return *error;
-  const auto& time_text = std::get<std::optional<std::string>>(logical_time);
-  const auto now_s = time_text ? parse_int64(*time_text) : std::nullopt;
-  if (!now_s) {
-    return bad_request("invalid_or_missing_logical_time", std::string(kLogicalTimeHeader),
-                       "X-Logical-Time must be a base-10 int64 of logical seconds");
-  }
-  if (operation_id.empty()) return bad_request("missing_operation_id");
-  if (!is_valid_header_value(operation_id)) {
-    return bad_request("invalid_operation_id", std::nullopt,
-                       "operation ids are at most 256 bytes with no control characters");
-  }
-  return StatusRequest{std::string(operation_id), *now_s};
+Parsed<StatusRequest> parse_status_request(std::string_view operation_id, const Headers& headers,
+                                           std::string_view request_head) {
+  if (auto error = padded_header_error(request_head)) return *error;
+  auto now_s = logical_time(headers);
+  if (auto* error = std::get_if<RequestError>(&now_s)) return *error;
+  if (auto error = path_operation_id_error(operation_id)) return *error;
+  return StatusRequest{std::string(operation_id), std::get<std::int64_t>(now_s)};
+}
+
+Parsed<GcRequest> parse_gc_request(std::string_view operation_id, const Headers& headers,
+                                   std::string_view request_head) {
+  if (auto error = padded_header_error(request_head)) return *error;
+  auto now_s = logical_time(headers);
+  if (auto* error = std::get_if<RequestError>(&now_s)) return *error;
+  if (auto error = path_operation_id_error(operation_id)) return *error;
+  return GcRequest{std::string(operation_id), std::get<std::int64_t>(now_s)};
+}
+
+std::optional<RequestError> check_fence(const std::optional<std::int64_t>& fence_epoch, std::int64_t current_epoch) {
+  if (!fence_epoch || *fence_epoch == current_epoch) return std::nullopt;
+  return RequestError{409, std::string(kErrorEpochMismatch), std::nullopt, std::nullopt};
+}
+
+nlohmann::json fenced_out_json(std::int64_t expected_epoch, std::int64_t current_epoch) {
+  return {{"error", kErrorEpochMismatch},
+          {"delivery", kDeliveryFencedOut},
+          {"expected_temporal_epoch", expected_epoch},
+          {"current_temporal_epoch", current_epoch}};
+}
+
+nlohmann::json gc_json(const GcRequest& request, const GcResult& result) {
+  return {{"operation_id", request.operation_id},
+          {"logical_time", request.logical_time_s},
+          {"removed_records", result.removed_records},
+          {"temporal_epoch_before", result.temporal_epoch_before},
+          {"temporal_epoch_after", result.temporal_epoch_after}};
 }
 
 std::string_view delivery_name(Delivery delivery) {
@@ -158,6 +313,8 @@ std::string_view delivery_name(Delivery delivery) {
       return "refused_other_operation";
     case Delivery::refused_different_payload:
       return "refused_different_payload";
+    case Delivery::fenced_out:
+      return kDeliveryFencedOut;
   }
   return "unknown";
 }
@@ -172,6 +329,9 @@ Delivery decide(const std::optional<IdempotencyRecord>& existing, const PostRequ
 }
 
 RequestError refusal_error(Delivery delivery) {
+  if (delivery == Delivery::fenced_out) {
+    return RequestError{409, std::string(kErrorEpochMismatch), std::nullopt, std::nullopt};
+  }
   if (delivery == Delivery::refused_other_operation) {
     return RequestError{409, "active_idempotency_key_reused_for_different_operation", std::nullopt, std::nullopt};
   }
@@ -179,7 +339,7 @@ RequestError refusal_error(Delivery delivery) {
 }
 
 nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s, const OperationState& state,
-                             std::string_view boot_id) {
+                             std::string_view boot_id, DedupeMode mode) {
   nlohmann::json effects = nlohmann::json::array();
   for (const auto& effect : state.effects) {
     effects.push_back({{"effect_id", effect.effect_id},
@@ -207,6 +367,9 @@ nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluat
           {"active_idempotency_records", active_records},
           {"post_requests", state.post_requests},
           {"ack_drops", state.ack_drops},
+          {"idempotency_mode", dedupe_mode_name(mode)},
+          {"durable_idempotency_records", state.durable_idempotency_records},
+          {"temporal_epoch", state.temporal_epoch},
           {"boot_id", boot_id}};
 }
 

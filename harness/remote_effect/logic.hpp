@@ -24,6 +24,21 @@ inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
 inline constexpr std::string_view kTtlHeader = "X-Idempotency-TTL";
 inline constexpr std::string_view kDropAckHeader = "X-Drop-Ack";
 inline constexpr std::string_view kLogicalTimeHeader = "X-Logical-Time";
+inline constexpr std::string_view kRequireFenceHeader = "X-Require-Temporal-Fence";
+inline constexpr std::string_view kExpectedEpochHeader = "X-Expected-Temporal-Epoch";
+
+// The error names of refusals, as they appear in the JSON body's "error".
+inline constexpr std::string_view kErrorEpochMismatch = "temporal_epoch_mismatch";
+inline constexpr std::string_view kErrorInvalidFence = "invalid_temporal_fence";
+inline constexpr std::string_view kErrorInvalidEpoch = "invalid_expected_temporal_epoch";
+inline constexpr std::string_view kErrorMissingEpoch = "missing_expected_temporal_epoch";
+inline constexpr std::string_view kErrorBadLogicalTime = "invalid_or_missing_logical_time";
+
+// The delivery named in a 409 answer to a POST that the temporal fence refused.
+inline constexpr std::string_view kDeliveryFencedOut = "fenced_out";
+
+// The temporal epoch of a fresh state file.
+inline constexpr std::int64_t kFirstTemporalEpoch = 1;
 
 inline constexpr std::size_t kMaxHeaderValueBytes = 256;
 inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;
@@ -31,6 +46,23 @@ inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;
 // A key is active strictly before its expiry: at exactly expires_at it has
 // expired. Both values are seconds of the caller's logical epoch.
 constexpr bool is_active(std::int64_t now_s, std::int64_t expires_at_s) { return now_s < expires_at_s; }
+
+// Garbage collection removes a record at now_s when expires_at_s <= now_s: a
+// record exactly at its expiry is collected (the complement of is_active).
+constexpr bool is_collectable(std::int64_t now_s, std::int64_t expires_at_s) { return expires_at_s <= now_s; }
+
+// The epoch after a collection: one more when anything was removed, else unchanged.
+constexpr std::int64_t epoch_after_gc(std::int64_t epoch_before, std::int64_t removed_records) {
+  return removed_records > 0 ? epoch_before + 1 : epoch_before;
+}
+
+// How the service remembers which operation holds a key.
+enum class DedupeMode {
+  durable,   // in the SQLite file, with the effects
+  volatile_  // in process memory only: gone after a restart
+};
+std::string_view dedupe_mode_name(DedupeMode mode);
+std::optional<DedupeMode> parse_dedupe_mode(std::string_view text);
 
 // "absent" (no effect), "committed" (exactly one) or "conflict" (two or more:
 // the operation took effect more than once).
@@ -40,9 +72,21 @@ std::string_view status_name(std::size_t effect_count);
 // (no '+', no spaces, no trailing junk), and no overflow.
 std::optional<std::int64_t> parse_int64(std::string_view text);
 
-// True when the value is at most kMaxHeaderValueBytes long and has no control
-// characters (bytes below 0x20, and 0x7f).
+// True when the bytes are well-formed UTF-8 (no overlong forms, no surrogates,
+// nothing above U+10FFFF).
+bool is_valid_utf8(std::string_view text);
+
+// True when the value is at most kMaxHeaderValueBytes long, valid UTF-8, and
+// has no control characters (bytes below 0x20, and 0x7f).
 bool is_valid_header_value(std::string_view value);
+
+// The integer protocol headers (X-Logical-Time, X-Idempotency-TTL, X-Drop-Ack,
+// X-Require-Temporal-Fence, X-Expected-Temporal-Epoch) must be written as
+// "Name: value" or "Name:value" with no other space or tab around the value.
+// HTTP strips that whitespace before a handler sees the value, so the rule is
+// checked on the request head as received. Returns the first header that
+// breaks it, or nullopt.
+std::optional<std::string> find_padded_integer_header(std::string_view request_head);
 
 // Case-insensitive header names, several values per name, as received.
 struct CaseInsensitiveLess {
@@ -70,6 +114,8 @@ struct PostRequest {
   std::int64_t expires_at_s = 0;  // logical_time_s + ttl_s, checked for overflow
   bool drop_ack = false;
   std::string body_sha256;  // hex SHA-256 of the body (the empty body has one too)
+  // X-Require-Temporal-Fence: 1 with X-Expected-Temporal-Epoch: N, else nullopt.
+  std::optional<std::int64_t> fence_epoch;
 };
 
 // GET /status/{operation_id}, validated.
@@ -81,10 +127,31 @@ struct StatusRequest {
 template <typename T>
 using Parsed = std::variant<T, RequestError>;
 
-Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body, std::int64_t default_ttl_s);
+// POST /maintenance/gc/{operation_id}, validated.
+struct GcRequest {
+  std::string operation_id;
+  std::int64_t logical_time_s = 0;
+};
+
+// request_head: the request line and headers as received (for
+// find_padded_integer_header); empty when unknown.
+Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body, std::int64_t default_ttl_s,
+                                       std::string_view request_head = {});
 
 // operation_id is the decoded path segment after "/status/".
-Parsed<StatusRequest> parse_status_request(std::string_view operation_id, const Headers& headers);
+Parsed<StatusRequest> parse_status_request(std::string_view operation_id, const Headers& headers,
+                                           std::string_view request_head = {});
+
+// operation_id is the decoded path segment after "/maintenance/gc/".
+Parsed<GcRequest> parse_gc_request(std::string_view operation_id, const Headers& headers,
+                                   std::string_view request_head = {});
+
+// The temporal fence: nullopt when the POST may proceed (no fence, or the
+// expected epoch equals the current one), else the 409 refusal.
+std::optional<RequestError> check_fence(const std::optional<std::int64_t>& fence_epoch, std::int64_t current_epoch);
+
+// The JSON body of a 409 fence refusal.
+nlohmann::json fenced_out_json(std::int64_t expected_epoch, std::int64_t current_epoch);
 
 // The idempotency record currently stored for a key.
 struct IdempotencyRecord {
@@ -100,7 +167,14 @@ enum class Delivery {
   deduplicated,               // active key, same operation, same body: nothing new
   refused_other_operation,    // 409: active key held by another operation
   refused_different_payload,  // 422: active key, same operation, different body
+  fenced_out,                 // 409: the temporal fence's epoch is not the current one
 };
+
+// True for the deliveries that write nothing and are answered with an error.
+constexpr bool is_refusal(Delivery delivery) {
+  return delivery == Delivery::refused_other_operation || delivery == Delivery::refused_different_payload ||
+         delivery == Delivery::fenced_out;
+}
 
 std::string_view delivery_name(Delivery delivery);
 
@@ -123,11 +197,21 @@ struct OperationState {
   std::vector<IdempotencyRecord> records;  // by idempotency_key
   std::int64_t post_requests = 0;
   std::int64_t ack_drops = 0;
+  std::int64_t durable_idempotency_records = 0;  // of this operation, in the SQLite file
+  std::int64_t temporal_epoch = kFirstTemporalEpoch;
 };
 
 // The /status snapshot, evaluated at evaluation_time_s (active_at_query uses
 // the strict expiry rule).
 nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s, const OperationState& state,
-                             std::string_view boot_id);
+                             std::string_view boot_id, DedupeMode mode);
+
+// What a collection did, and its JSON answer.
+struct GcResult {
+  std::int64_t removed_records = 0;
+  std::int64_t temporal_epoch_before = kFirstTemporalEpoch;
+  std::int64_t temporal_epoch_after = kFirstTemporalEpoch;
+};
+nlohmann::json gc_json(const GcRequest& request, const GcResult& result);
 
 }  // namespace skewbench::remote_effect

@@ -1,7 +1,9 @@
 // remote-effect: the separate HTTP effect service, durable in SQLite.
 //
 //   remote-effect --host 127.0.0.1 --port 8080 --state-db PATH
-//                 [--sync full|normal] [--default-ttl-seconds 60]
+//                 [--sync full|normal] [--dedupe durable|volatile] [--default-ttl-seconds 60]
+//                 [--max-connections 512] [--idle-timeout-seconds 10]
+//                 [--header-timeout-seconds 5] [--body-timeout-seconds 10]
 //
 // Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 unexpected failure,
 // 2 bad command line, 3 state database or port unusable.
@@ -109,7 +111,11 @@ int main(int argc, char** argv) {
   CLI::App app{"remote-effect: the HTTP effect service, durable in SQLite", "remote-effect"};
   re::ServiceOptions options;
   std::string sync = "full";
+  std::string dedupe = "durable";
   std::string state_db;
+  std::int64_t idle_timeout_s = 10;
+  std::int64_t header_timeout_s = 5;
+  std::int64_t body_timeout_s = 10;
   app.add_option("--host", options.host, "Address to bind")->capture_default_str();
   app.add_option("--port", options.port, "TCP port; 0 binds any free port")
       ->capture_default_str()
@@ -122,9 +128,25 @@ int main(int argc, char** argv) {
       ->envname("DEFAULT_TTL_SECONDS")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
-  app.add_option("--threads", options.threads, "Worker threads (each open keep-alive connection holds one)")
+  app.add_option("--dedupe", dedupe,
+                 "Where the key records live: durable (the SQLite file) or volatile (process memory, lost on restart)")
+      ->envname("IDEMPOTENCY_MODE")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"durable", "volatile"}));
+  app.add_option("--max-connections", options.connections.max_connections,
+                 "Open connections served at once (one thread each); more are answered 503 and closed")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+  app.add_option("--idle-timeout-seconds", idle_timeout_s, "How long a connection may wait between requests")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
+  app.add_option("--header-timeout-seconds", header_timeout_s,
+                 "How long the request line and headers may take to arrive, from their first byte")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
+  app.add_option("--body-timeout-seconds", body_timeout_s, "How long a request body may take to arrive")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
   app.set_version_flag("--version", version_text());
 
   try {
@@ -140,6 +162,10 @@ int main(int argc, char** argv) {
   }
   options.state_db = state_db;
   options.sync = *re::parse_sync_mode(sync);
+  options.dedupe = *re::parse_dedupe_mode(dedupe);
+  options.connections.idle_timeout = std::chrono::seconds(idle_timeout_s);
+  options.connections.header_timeout = std::chrono::seconds(header_timeout_s);
+  options.connections.body_timeout = std::chrono::seconds(body_timeout_s);
 
   try {
     return serve(options);

@@ -13,8 +13,6 @@
 #include <unistd.h>
 #include <skewbench/build_info.hpp>
 
-#include "remote_effect/connection_sockets.hpp"
-
 namespace skewbench::remote_effect {
 namespace {
 
@@ -35,12 +33,16 @@ nlohmann::json error_body_for_status(int status) {
       return {{"error", "bad_request"}};
     case 404:
       return {{"error", "not_found"}};
+    case 408:
+      return {{"error", "request_timeout"}};
     case 413:
       return {{"error", "payload_too_large"}, {"limit_bytes", kMaxBodyBytes}};
     case 414:
       return {{"error", "uri_too_long"}};
     case 416:
       return {{"error", "range_not_satisfiable"}};
+    case 431:
+      return {{"error", "request_header_fields_too_large"}};
     case 500:
       return {{"error", "internal_error"}};
     default:
@@ -54,16 +56,35 @@ std::string host_name() {
   return buffer.data();
 }
 
-// Closes the request's connection without sending a response byte. Shutting
-// the socket down in both directions makes cpp-httplib's response write fail
-// (SIGPIPE is ignored by the process), after which it closes the socket.
-void drop_connection(const httplib::Request& req) {
-  const auto fd = find_connection_socket(req.local_port, req.remote_addr, req.remote_port);
-  if (!fd) {
-    throw std::runtime_error("drop_ack_failed: no socket found for the connection from " + req.remote_addr + ":" +
-                             std::to_string(req.remote_port));
+// The status of a request whose head or body could not be read in full.
+int status_for(ReadFailure failure, int status) {
+  switch (failure) {
+    case ReadFailure::head_timeout:
+    case ReadFailure::body_timeout:
+      return 408;
+    case ReadFailure::head_too_large:
+      return 431;
+    case ReadFailure::body_too_large:
+      return 413;
+    case ReadFailure::none:
+      break;
   }
-  ::shutdown(*fd, SHUT_RDWR);
+  return status;
+}
+
+// Answers with an error and closes the connection: after a body that was not
+// read to its end, or a head that could not be parsed, the next byte on the
+// connection is not known to start a request.
+void reply_and_close(httplib::Response& res, int status) {
+  ConnectionServer::close_after_response();
+  res.set_header("Connection", "close");
+  reply(res, status, error_body_for_status(status));
+}
+
+std::optional<std::uint64_t> parse_content_length(const std::string& text) {
+  const auto value = parse_int64(text);
+  if (!value || *value < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*value);
 }
 
 Headers copy_headers(const httplib::Headers& headers) { return Headers(headers.begin(), headers.end()); }
@@ -94,17 +115,16 @@ Service::Service(ServiceOptions options)
     : options_(std::move(options)),
       state_db_absolute_(std::filesystem::absolute(options_.state_db)),
       boot_id_(new_boot_id()),
-      store_(std::make_unique<Store>(options_.state_db, options_.sync)),
-      server_(std::make_unique<httplib::Server>()) {
+      store_(std::make_unique<Store>(options_.state_db, options_.sync, options_.dedupe)),
+      server_(std::make_unique<ConnectionServer>(options_.connections)) {
+  install_error_handlers();
   install_routes();
 }
 
 Service::~Service() = default;
 
-void Service::install_routes() {
+void Service::install_error_handlers() {
   auto& server = *server_;
-  const std::size_t threads = options_.threads;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_tcp_nodelay(true);
   // SO_REUSEADDR lets a restarted service bind its old port at once; unlike
   // cpp-httplib's default SO_REUSEPORT it does not let two live processes
@@ -114,15 +134,19 @@ void Service::install_routes() {
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_fd_ = sock;  // the last socket created is the one that gets bound
   });
-  server.set_keep_alive_max_count(100000);
-  server.set_keep_alive_timeout(static_cast<time_t>(options_.keep_alive_timeout_s));
-  server.set_read_timeout(10, 0);
   server.set_write_timeout(10, 0);
   server.set_payload_max_length(kMaxBodyBytes);
 
+  // Responses cpp-httplib produced itself (no route, unparseable head, body
+  // not readable) get a JSON body; all but 404 close the connection.
   server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    res.set_content(error_body_for_status(res.status).dump(), kJson);
+    res.status = status_for(ConnectionServer::current_read_failure(), res.status);
+    if (res.status == 404) {
+      res.set_content(error_body_for_status(res.status).dump(), kJson);
+    } else {
+      reply_and_close(res, res.status);
+    }
     return httplib::Server::HandlerResponse::Handled;
   }));
   server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
@@ -134,34 +158,55 @@ void Service::install_routes() {
     } catch (...) {
     }
     std::cerr << "remote-effect: request failed: " << detail << std::endl;
+    res.headers.clear();
     reply(res, 500, {{"error", "internal_error"}, {"detail", detail}});
   });
+}
 
+void Service::install_routes() {
+  auto& server = *server_;
   server.Get("/health", [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, health()); });
 
   server.Get(R"(/status/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
-    auto parsed = parse_status_request(req.matches[1].str(), copy_headers(req.headers));
+    auto parsed =
+        parse_status_request(req.matches[1].str(), copy_headers(req.headers), ConnectionServer::current_request_head());
     if (const auto* error = std::get_if<RequestError>(&parsed)) return reply(res, *error);
     const auto& request = std::get<StatusRequest>(parsed);
     reply(res, 200,
-          snapshot_json(request.operation_id, request.evaluation_time_s, store_->read(request.operation_id), boot_id_));
+          snapshot_json(request.operation_id, request.evaluation_time_s, store_->read(request.operation_id), boot_id_,
+                        options_.dedupe));
   });
 
-  server.Post("/effects", [this](const httplib::Request& req, httplib::Response& res) { handle_post(req, res); });
+  server.Post("/effects", [this](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) { handle_post_with_reader(req, res, reader); });
+  server.Post(R"(/maintenance/gc/(.*))",
+              [this](const httplib::Request& req, httplib::Response& res) { handle_gc(req, res); });
 
-  // cpp-httplib waits for end-of-stream (up to its read timeout) to read the
-  // body of a POST, PUT, PATCH or DELETE that has neither Content-Length nor
-  // Transfer-Encoding. HTTP says such a request has an empty body, so it is
-  // answered here, before cpp-httplib tries to read one.
+  // Before cpp-httplib reads a body: a declared length over the limit is
+  // refused without reading it; a POST, PUT, PATCH or DELETE with neither
+  // Content-Length nor Transfer-Encoding has an empty body (cpp-httplib would
+  // otherwise read until end-of-stream), so it is answered here.
   server.set_pre_routing_handler(
       httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
         const bool may_have_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
                                    req.method == "DELETE" || req.method == "PRI";
-        if (!may_have_body || req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
-          return httplib::Server::HandlerResponse::Unhandled;
+        if (!may_have_body) return httplib::Server::HandlerResponse::Unhandled;
+        if (req.has_header("Content-Length")) {
+          const auto length = parse_content_length(req.get_header_value("Content-Length"));
+          if (!length || req.get_header_value_count("Content-Length") > 1) {
+            reply_and_close(res, 400);
+          } else if (*length > kMaxBodyBytes) {
+            reply_and_close(res, 413);
+          } else {
+            return httplib::Server::HandlerResponse::Unhandled;
+          }
+          return httplib::Server::HandlerResponse::Handled;
         }
+        if (req.has_header("Transfer-Encoding")) return httplib::Server::HandlerResponse::Unhandled;
         if (req.method == "POST" && req.path == "/effects") {
-          handle_post(req, res);
+          handle_post(req, res, {});
+        } else if (req.method == "POST" && req.path.rfind("/maintenance/gc/", 0) == 0) {
+          handle_gc(req, res);
         } else {
           reply(res, 404, error_body_for_status(404));
         }
@@ -169,25 +214,64 @@ void Service::install_routes() {
       }));
 }
 
-void Service::handle_post(const httplib::Request& req, httplib::Response& res) {
-  auto parsed = parse_post_request(copy_headers(req.headers), req.body, options_.default_ttl_s);
+void Service::handle_post_with_reader(const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) {
+  // The body is read in pieces and refused as soon as it passes the limit,
+  // whatever its framing (Content-Length, chunked, compressed).
+  std::string body;
+  bool too_large = false;
+  const bool complete = reader([&](const char* data, std::size_t length) {
+    if (body.size() + length > kMaxBodyBytes) {
+      too_large = true;
+      return false;
+    }
+    body.append(data, length);
+    return true;
+  });
+  if (!complete) {
+    const int status = too_large ? 413 : status_for(ConnectionServer::current_read_failure(), 400);
+    return reply_and_close(res, status);
+  }
+  handle_post(req, res, body);
+}
+
+void Service::handle_post(const httplib::Request& req, httplib::Response& res, std::string_view body) {
+  auto parsed = parse_post_request(copy_headers(req.headers), body, options_.default_ttl_s,
+                                   ConnectionServer::current_request_head());
   if (const auto* error = std::get_if<RequestError>(&parsed)) return reply(res, *error);
   const auto& request = std::get<PostRequest>(parsed);
 
-  const auto result = store_->post(request);
-  if (result.delivery == Delivery::refused_other_operation || result.delivery == Delivery::refused_different_payload) {
-    return reply(res, refusal_error(result.delivery));
+  // The response is built inside the transaction: when it cannot be built,
+  // nothing is committed.
+  std::string response_body;
+  const auto result = store_->post(request, [&](const PostResult& committed) {
+    if (request.drop_ack) return;
+    auto json = snapshot_json(request.operation_id, request.logical_time_s, committed.state, boot_id_, options_.dedupe);
+    json["delivery"] = delivery_name(committed.delivery);
+    json["idempotency_key"] = request.idempotency_key;
+    json["ttl_seconds"] = request.ttl_s;
+    response_body = json.dump();
+  });
+  if (result.delivery == Delivery::fenced_out) {
+    return reply(res, 409, fenced_out_json(*request.fence_epoch, result.state.temporal_epoch));
   }
+  if (is_refusal(result.delivery)) return reply(res, refusal_error(result.delivery));
   if (request.drop_ack) {
     // The effect and its ack_drops count are committed; now vanish.
-    drop_connection(req);
+    ConnectionServer::drop_current_connection();
     return;
   }
-  auto body = snapshot_json(request.operation_id, request.logical_time_s, result.state, boot_id_);
-  body["delivery"] = delivery_name(result.delivery);
-  body["idempotency_key"] = request.idempotency_key;
-  body["ttl_seconds"] = request.ttl_s;
-  reply(res, 200, body);
+  res.status = 200;
+  res.set_content(response_body, kJson);
+}
+
+void Service::handle_gc(const httplib::Request& req, httplib::Response& res) {
+  const std::string prefix = "/maintenance/gc/";
+  const std::string operation_id = req.matches.size() > 1 ? req.matches[1].str() : req.path.substr(prefix.size());
+  auto parsed = parse_gc_request(operation_id, copy_headers(req.headers), ConnectionServer::current_request_head());
+  if (const auto* error = std::get_if<RequestError>(&parsed)) return reply(res, *error);
+  const auto& request = std::get<GcRequest>(parsed);
+  reply(res, 200, gc_json(request, store_->gc(request)));
 }
 
 int Service::bind() {
@@ -219,10 +303,12 @@ nlohmann::ordered_json Service::ready_line() const {
           {"port", bound_port_},
           {"host", options_.host},
           {"state_db", state_db_absolute_.string()},
-          {"sync", sync_mode_name(options_.sync)}};
+          {"sync", sync_mode_name(options_.sync)},
+          {"idempotency_mode", dedupe_mode_name(options_.dedupe)}};
 }
 
 nlohmann::json Service::health() const {
+  const auto totals = store_->totals();
   return {{"status", "ok"},
           {"service", "remote-effect"},
           {"boot_id", boot_id_},
@@ -231,6 +317,10 @@ nlohmann::json Service::health() const {
           {"state_db", state_db_absolute_.string()},
           {"default_ttl_seconds", options_.default_ttl_s},
           {"sync", sync_mode_name(options_.sync)},
+          {"idempotency_mode", dedupe_mode_name(options_.dedupe)},
+          {"durable_idempotency_records", totals.durable_idempotency_records},
+          {"temporal_epoch", totals.temporal_epoch},
+          {"max_connections", options_.connections.max_connections},
           {"schema_version", Store::kSchemaVersion},
           {"version", build_info::kVersion},
           {"git_commit", build_info::kGitCommit},
@@ -259,8 +349,8 @@ void Service::stop() {
       }
       if (listener_closed) {
         // Idle keep-alive connections wait for their next request; ending the
-        // read side wakes their workers, which then see the server stopped.
-        for (const auto& socket : connected_tcp_sockets()) ::shutdown(socket.fd, SHUT_RD);
+        // read side wakes their threads, which then see the server stopped.
+        server_->shut_down_connections();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

@@ -14,13 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "remote_effect/connection_server.hpp"
 #include "remote_effect/store.hpp"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace skewbench::remote_effect {
 
@@ -30,9 +25,8 @@ struct ServiceOptions {
   std::filesystem::path state_db;
   SyncMode sync = SyncMode::full;
   std::int64_t default_ttl_s = 60;
-  // Worker threads; each open keep-alive connection occupies one.
-  std::size_t threads = 64;
-  std::int64_t keep_alive_timeout_s = 30;
+  DedupeMode dedupe = DedupeMode::durable;
+  ConnectionLimits connections;
 };
 
 // The address or port cannot be bound.
@@ -73,7 +67,11 @@ class Service {
 
  private:
   void install_routes();
-  void handle_post(const httplib::Request& req, httplib::Response& res);
+  void install_error_handlers();
+  void handle_post(const httplib::Request& req, httplib::Response& res, std::string_view body);
+  void handle_post_with_reader(const httplib::Request& req, httplib::Response& res,
+                               const httplib::ContentReader& reader);
+  void handle_gc(const httplib::Request& req, httplib::Response& res);
 
   ServiceOptions options_;
   std::filesystem::path state_db_absolute_;
@@ -81,7 +79,7 @@ class Service {
   int bound_port_ = -1;
   int listen_fd_ = -1;
   std::unique_ptr<Store> store_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<ConnectionServer> server_;
   std::atomic<bool> run_started_{false};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> run_returned_{false};

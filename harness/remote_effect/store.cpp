@@ -2,6 +2,7 @@
 
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <sqlite3.h>
 
@@ -37,6 +38,9 @@ constexpr const char* kSchema[] = {
     " body_sha256 TEXT NOT NULL,"
     " drop_ack INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS request_log_by_operation ON request_log(operation_id)",
+    // Schema 2: named integers; temporal_epoch starts at 1 and only grows.
+    "CREATE TABLE IF NOT EXISTS metadata (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO metadata(name, value) VALUES ('temporal_epoch', 1)",
 };
 
 class Statement {
@@ -130,8 +134,9 @@ std::optional<SyncMode> parse_sync_mode(std::string_view text) {
 struct Store::Impl {
   explicit Impl(sqlite3* connection) : db(connection) {}
   ~Impl() {
-    for (auto* statement : {&begin, &commit, &rollback, &select_record, &insert_effect, &upsert_record, &insert_request,
-                            &select_effects, &select_records, &count_requests}) {
+    for (auto* statement :
+         {&begin, &commit, &rollback, &select_record, &insert_effect, &upsert_record, &insert_request, &select_effects,
+          &select_records, &count_requests, &select_epoch, &update_epoch, &delete_record, &count_records}) {
       statement->reset();
     }
     // The last connection to close checkpoints the WAL into the main file.
@@ -169,11 +174,15 @@ struct Store::Impl {
                                     " FROM idempotency_records WHERE operation_id = ?1 ORDER BY idempotency_key");
     count_requests = std::make_unique<Statement>(
         db, "SELECT COUNT(*), COALESCE(SUM(drop_ack), 0) FROM request_log WHERE operation_id = ?1");
+    select_epoch = std::make_unique<Statement>(db, "SELECT value FROM metadata WHERE name = 'temporal_epoch'");
+    update_epoch = std::make_unique<Statement>(db, "UPDATE metadata SET value = ?1 WHERE name = 'temporal_epoch'");
+    delete_record = std::make_unique<Statement>(db, "DELETE FROM idempotency_records WHERE idempotency_key = ?1");
+    count_records = std::make_unique<Statement>(db, "SELECT COUNT(*) FROM idempotency_records");
   }
 
   sqlite3* db;
   std::unique_ptr<Statement> begin, commit, rollback, select_record, insert_effect, upsert_record, insert_request,
-      select_effects, select_records, count_requests;
+      select_effects, select_records, count_requests, select_epoch, update_epoch, delete_record, count_records;
 };
 
 namespace {
@@ -209,7 +218,7 @@ class Transaction {
 
 }  // namespace
 
-Store::Store(const std::filesystem::path& path, SyncMode sync) : sync_(sync) {
+Store::Store(const std::filesystem::path& path, SyncMode sync, DedupeMode dedupe) : sync_(sync), dedupe_(dedupe) {
   const auto where = "state database " + path.string();
   if (path.has_parent_path()) {
     std::error_code ec;
@@ -239,6 +248,10 @@ Store::Store(const std::filesystem::path& path, SyncMode sync) : sync_(sync) {
       if (!query.step()) {
         Statement insert(db, "INSERT INTO schema_version(version) VALUES (?1)");
         Query(insert).bind(1, std::int64_t{kSchemaVersion}).run();
+      } else if (query.int64(0) == 1) {
+        // Version 1 lacks only the metadata table, created above.
+        Statement update(db, "UPDATE schema_version SET version = ?1");
+        Query(update).bind(1, std::int64_t{kSchemaVersion}).run();
       } else if (query.int64(0) != kSchemaVersion) {
         throw StoreError("schema version " + std::to_string(query.int64(0)) +
                          " is not the version this build understands (" + std::to_string(kSchemaVersion) + ")");
@@ -256,39 +269,91 @@ Store::~Store() = default;
 
 std::string Store::sqlite_version() { return sqlite3_libversion(); }
 
-PostResult Store::post(const PostRequest& request) {
+namespace {
+
+// Restores a volatile key record unless dismissed (after a successful COMMIT).
+class VolatileUndo {
+ public:
+  VolatileUndo(std::map<std::string, IdempotencyRecord, std::less<>>& records, std::string key)
+      : records_(records), key_(std::move(key)) {
+    if (const auto it = records_.find(key_); it != records_.end()) previous_ = it->second;
+  }
+  ~VolatileUndo() {
+    if (dismissed_) return;
+    if (previous_) {
+      records_[key_] = *previous_;
+    } else {
+      records_.erase(key_);
+    }
+  }
+  VolatileUndo(const VolatileUndo&) = delete;
+  VolatileUndo& operator=(const VolatileUndo&) = delete;
+  void dismiss() { dismissed_ = true; }
+
+ private:
+  std::map<std::string, IdempotencyRecord, std::less<>>& records_;
+  std::string key_;
+  std::optional<IdempotencyRecord> previous_;
+  bool dismissed_ = false;
+};
+
+}  // namespace
+
+std::int64_t Store::epoch_locked() {
+  Query query(*impl_->select_epoch);
+  if (!query.step()) throw StoreError("the metadata table has no temporal_epoch row");
+  return query.int64(0);
+}
+
+std::optional<IdempotencyRecord> Store::find_record_locked(const std::string& idempotency_key) {
+  if (dedupe_ == DedupeMode::volatile_) {
+    const auto it = volatile_records_.find(idempotency_key);
+    if (it == volatile_records_.end()) return std::nullopt;
+    return it->second;
+  }
+  Query query(*impl_->select_record);
+  query.bind(1, idempotency_key);
+  if (!query.step()) return std::nullopt;
+  return IdempotencyRecord{query.text(0), query.text(1), query.int64(2), query.int64(3), query.text(4)};
+}
+
+void Store::write_record_locked(const IdempotencyRecord& record) {
+  if (dedupe_ == DedupeMode::volatile_) {
+    volatile_records_[record.idempotency_key] = record;
+    return;
+  }
+  Query(*impl_->upsert_record)
+      .bind(1, record.idempotency_key)
+      .bind(2, record.operation_id)
+      .bind(3, record.created_at_s)
+      .bind(4, record.expires_at_s)
+      .bind(5, record.body_sha256)
+      .run();
+}
+
+PostResult Store::post(const PostRequest& request, const BeforeCommit& before_commit) {
   std::lock_guard lock(mutex_);
   auto& s = *impl_;
   Transaction transaction(*s.begin, *s.commit, *s.rollback);
 
-  std::optional<IdempotencyRecord> existing;
-  {
-    Query query(*s.select_record);
-    query.bind(1, request.idempotency_key);
-    if (query.step()) {
-      existing = IdempotencyRecord{query.text(0), query.text(1), query.int64(2), query.int64(3), query.text(4)};
-    }
-  }
-
   PostResult result;
-  result.delivery = decide(existing, request);
-  if (result.delivery == Delivery::refused_other_operation || result.delivery == Delivery::refused_different_payload) {
-    return result;  // The transaction rolls back: a refusal writes nothing.
+  result.state.temporal_epoch = epoch_locked();
+  if (check_fence(request.fence_epoch, result.state.temporal_epoch)) {
+    result.delivery = Delivery::fenced_out;
+    return result;  // Rolled back: a fenced-out POST writes and logs nothing.
   }
+  result.delivery = decide(find_record_locked(request.idempotency_key), request);
+  if (is_refusal(result.delivery)) return result;  // The transaction rolls back: a refusal writes nothing.
 
+  VolatileUndo undo(volatile_records_, request.idempotency_key);
   if (result.delivery == Delivery::applied) {
     Query(*s.insert_effect)
         .bind(1, request.operation_id)
         .bind(2, request.idempotency_key)
         .bind(3, request.logical_time_s)
         .run();
-    Query(*s.upsert_record)
-        .bind(1, request.idempotency_key)
-        .bind(2, request.operation_id)
-        .bind(3, request.logical_time_s)
-        .bind(4, request.expires_at_s)
-        .bind(5, request.body_sha256)
-        .run();
+    write_record_locked(IdempotencyRecord{request.idempotency_key, request.operation_id, request.logical_time_s,
+                                          request.expires_at_s, request.body_sha256});
   }
   Query(*s.insert_request)
       .bind(1, request.operation_id)
@@ -298,10 +363,46 @@ PostResult Store::post(const PostRequest& request) {
       .bind(5, request.body_sha256)
       .bind(6, std::int64_t{request.drop_ack ? 1 : 0})
       .run();
-  transaction.commit();
-
   result.state = read_locked(request.operation_id);
+  if (before_commit) before_commit(result);
+  transaction.commit();
+  undo.dismiss();
   return result;
+}
+
+GcResult Store::gc(const GcRequest& request) {
+  std::lock_guard lock(mutex_);
+  auto& s = *impl_;
+  Transaction transaction(*s.begin, *s.commit, *s.rollback);
+  GcResult result;
+  result.temporal_epoch_before = epoch_locked();
+
+  std::vector<std::string> collected;
+  for (const auto& record : read_locked(request.operation_id).records) {
+    if (is_collectable(request.logical_time_s, record.expires_at_s)) collected.push_back(record.idempotency_key);
+  }
+  result.removed_records = static_cast<std::int64_t>(collected.size());
+  result.temporal_epoch_after = epoch_after_gc(result.temporal_epoch_before, result.removed_records);
+  if (dedupe_ == DedupeMode::durable) {
+    for (const auto& key : collected) Query(*s.delete_record).bind(1, key).run();
+  }
+  if (result.temporal_epoch_after != result.temporal_epoch_before) {
+    Query(*s.update_epoch).bind(1, result.temporal_epoch_after).run();
+  }
+  transaction.commit();
+  if (dedupe_ == DedupeMode::volatile_) {
+    for (const auto& key : collected) volatile_records_.erase(key);
+  }
+  return result;
+}
+
+StoreTotals Store::totals() {
+  std::lock_guard lock(mutex_);
+  StoreTotals totals;
+  totals.temporal_epoch = epoch_locked();
+  Query query(*impl_->count_records);
+  if (query.step()) totals.durable_idempotency_records = query.int64(0);
+  return totals;
 }
 
 OperationState Store::read(std::string_view operation_id) {
@@ -327,6 +428,15 @@ OperationState Store::read_locked(std::string_view operation_id) {
           IdempotencyRecord{query.text(0), query.text(1), query.int64(2), query.int64(3), query.text(4)});
     }
   }
+  state.durable_idempotency_records = static_cast<std::int64_t>(state.records.size());
+  if (dedupe_ == DedupeMode::volatile_) {
+    // The file's table is neither read nor written in this mode; the records
+    // are the ones in memory (the map is ordered by key, like the query).
+    state.records.clear();
+    for (const auto& [key, record] : volatile_records_) {
+      if (record.operation_id == operation_id) state.records.push_back(record);
+    }
+  }
   {
     Query query(*s.count_requests);
     query.bind(1, operation_id);
@@ -335,6 +445,7 @@ OperationState Store::read_locked(std::string_view operation_id) {
       state.ack_drops = query.int64(1);
     }
   }
+  state.temporal_epoch = epoch_locked();
   return state;
 }
 

@@ -7,8 +7,14 @@
 // concurrent POSTs with one key are judged one after the other and can never
 // both apply. A POST returns only after its COMMIT, which with
 // synchronous=FULL has reached the disk.
+//
+// Effects, the request log and the temporal epoch are always in the file. The
+// key records are in the file (DedupeMode::durable) or in this object's memory
+// (DedupeMode::volatile_), where a restart loses them.
 
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,8 +40,19 @@ class StoreError : public std::runtime_error {
 struct PostResult {
   Delivery delivery = Delivery::applied;
   // The operation's state after the commit; empty for the refusals (409, 422),
-  // which write nothing.
+  // which write nothing, except temporal_epoch, which is always the current one.
   OperationState state;
+};
+
+// Called inside the transaction, after the writes and before COMMIT; when it
+// throws, nothing is committed. The service builds its response here, so that
+// no effect is committed whose response cannot be built.
+using BeforeCommit = std::function<void(const PostResult&)>;
+
+// Totals for /health.
+struct StoreTotals {
+  std::int64_t durable_idempotency_records = 0;
+  std::int64_t temporal_epoch = kFirstTemporalEpoch;
 };
 
 class Store {
@@ -43,32 +60,47 @@ class Store {
   // Opens or creates the file (and its parent directory), switches it to WAL,
   // sets the synchronous level and creates the schema when absent. Throws
   // StoreError naming the path.
-  Store(const std::filesystem::path& path, SyncMode sync);
+  Store(const std::filesystem::path& path, SyncMode sync, DedupeMode dedupe = DedupeMode::durable);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Judges and records one POST /effects in one transaction.
-  PostResult post(const PostRequest& request);
+  // Judges and records one POST /effects in one transaction: the temporal
+  // fence first, then the idempotency decision.
+  PostResult post(const PostRequest& request, const BeforeCommit& before_commit = {});
+
+  // Removes the operation's key records with expires_at <= now and advances the
+  // temporal epoch by one when it removed any, in one transaction.
+  GcResult gc(const GcRequest& request);
 
   // Everything stored about one operation.
   OperationState read(std::string_view operation_id);
 
+  StoreTotals totals();
+
   SyncMode sync() const { return sync_; }
+  DedupeMode dedupe() const { return dedupe_; }
 
   // The SQLite library version in use, e.g. "3.40.1".
   static std::string sqlite_version();
 
   // The schema this build writes and understands.
-  static constexpr int kSchemaVersion = 1;
+  // 2 added the metadata table (temporal_epoch); a version-1 file is upgraded.
+  static constexpr int kSchemaVersion = 2;
 
  private:
   struct Impl;
   OperationState read_locked(std::string_view operation_id);
+  std::optional<IdempotencyRecord> find_record_locked(const std::string& idempotency_key);
+  void write_record_locked(const IdempotencyRecord& record);
+  std::int64_t epoch_locked();
 
   std::mutex mutex_;
   SyncMode sync_;
+  DedupeMode dedupe_;
   std::unique_ptr<Impl> impl_;
+  // DedupeMode::volatile_: the key records, by key; guarded by mutex_.
+  std::map<std::string, IdempotencyRecord, std::less<>> volatile_records_;
 };
 
 }  // namespace skewbench::remote_effect

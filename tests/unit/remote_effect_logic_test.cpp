@@ -258,7 +258,7 @@ TEST_CASE("the snapshot marks each record active at the evaluation time and name
   state.post_requests = 3;
   state.ack_drops = 1;
 
-  const auto snapshot = re::snapshot_json("op-1", 160, state, "boot");
+  const auto snapshot = re::snapshot_json("op-1", 160, state, "boot", re::DedupeMode::durable);
   CHECK(snapshot.at("operation_id") == "op-1");
   CHECK(snapshot.at("evaluation_time") == 160);
   CHECK(snapshot.at("status") == "conflict");
@@ -273,6 +273,151 @@ TEST_CASE("the snapshot marks each record active at the evaluation time and name
   CHECK(snapshot.at("ack_drops") == 1);
   CHECK(snapshot.at("boot_id") == "boot");
 
-  CHECK(re::snapshot_json("op-1", 159, state, "boot").at("active_idempotency_records") == 2);
-  CHECK(re::snapshot_json("op-9", 0, re::OperationState{}, "boot").at("status") == "absent");
+  CHECK(re::snapshot_json("op-1", 159, state, "boot", re::DedupeMode::durable).at("active_idempotency_records") == 2);
+  CHECK(re::snapshot_json("op-9", 0, re::OperationState{}, "boot", re::DedupeMode::volatile_).at("status") == "absent");
+}
+
+TEST_CASE("the snapshot reports the dedupe mode, the durable record count and the temporal epoch") {
+  re::OperationState state;
+  state.durable_idempotency_records = 1;
+  state.temporal_epoch = 3;
+  const auto durable = re::snapshot_json("op-1", 0, state, "boot", re::DedupeMode::durable);
+  CHECK(durable.at("idempotency_mode") == "durable");
+  CHECK(durable.at("durable_idempotency_records") == 1);
+  CHECK(durable.at("temporal_epoch") == 3);
+  CHECK(re::snapshot_json("op-1", 0, state, "boot", re::DedupeMode::volatile_).at("idempotency_mode") == "volatile");
+}
+
+TEST_CASE("an operation id or key that is not valid UTF-8 is refused with 400 naming the header") {
+  for (const std::string bad : {"\xff", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80"}) {
+    INFO(bad);
+    auto error = post_error(with(valid_post_headers(), "Idempotency-Key", bad));
+    CHECK(error.http_status == 400);
+    CHECK(error.error == "invalid_header_value");
+    CHECK(error.header == "Idempotency-Key");
+    error = post_error(with(valid_post_headers(), "X-Operation-Id", "op" + bad));
+    CHECK(error.header == "X-Operation-Id");
+  }
+  CHECK(post_ok(with(valid_post_headers(), "Idempotency-Key", "cl\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80"))
+            .idempotency_key == "cl\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80");
+}
+
+TEST_CASE("UTF-8 validation rejects overlong forms, surrogates, truncations and code points past U+10FFFF") {
+  CHECK(re::is_valid_utf8(""));
+  CHECK(re::is_valid_utf8("plain ascii"));
+  CHECK(re::is_valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf"));
+  CHECK_FALSE(re::is_valid_utf8("\x80"));
+  CHECK_FALSE(re::is_valid_utf8("\xc1\xbf"));
+  CHECK_FALSE(re::is_valid_utf8("\xe0\x9f\xbf"));
+  CHECK_FALSE(re::is_valid_utf8("\xed\xbf\xbf"));
+  CHECK_FALSE(re::is_valid_utf8("\xf4\x90\x80\x80"));
+  CHECK_FALSE(re::is_valid_utf8("\xf5\x80\x80\x80"));
+  CHECK_FALSE(re::is_valid_utf8("\xe2\x82"));
+  CHECK_FALSE(re::is_valid_utf8("\xe2\x28\xa1"));
+}
+
+TEST_CASE("a status or GC path whose operation id is not valid UTF-8 is refused with 400") {
+  const re::Headers time = {{"X-Logical-Time", "5"}};
+  auto status = re::parse_status_request("\xff", time);
+  REQUIRE(std::holds_alternative<re::RequestError>(status));
+  CHECK(std::get<re::RequestError>(status).error == "invalid_operation_id");
+  auto gc = re::parse_gc_request("op-\xff", time);
+  REQUIRE(std::holds_alternative<re::RequestError>(gc));
+  CHECK(std::get<re::RequestError>(gc).error == "invalid_operation_id");
+}
+
+TEST_CASE("an integer header padded with spaces or tabs in the raw request is refused naming it") {
+  const std::string clean = "POST /effects HTTP/1.1\r\nX-Logical-Time: 5\r\nX-Idempotency-TTL:60\r\n\r\n";
+  CHECK_FALSE(re::find_padded_integer_header(clean));
+  CHECK(re::find_padded_integer_header("GET / HTTP/1.1\r\nX-Logical-Time:  5\r\n\r\n") == "X-Logical-Time");
+  CHECK(re::find_padded_integer_header("GET / HTTP/1.1\r\nx-logical-time: 5\t\r\n\r\n") == "X-Logical-Time");
+  CHECK(re::find_padded_integer_header("GET / HTTP/1.1\r\nX-Logical-Time:\t5\r\n\r\n") == "X-Logical-Time");
+  CHECK(re::find_padded_integer_header("GET / HTTP/1.1\r\nX-Idempotency-TTL: 60 \r\n\r\n") == "X-Idempotency-TTL");
+  CHECK(re::find_padded_integer_header("GET / HTTP/1.1\r\nX-Expected-Temporal-Epoch: 2 \n\n") ==
+        "X-Expected-Temporal-Epoch");
+  // Other headers may carry spaces, which HTTP strips.
+  CHECK_FALSE(re::find_padded_integer_header("GET / HTTP/1.1\r\nUser-Agent:  x \r\n\r\n"));
+}
+
+TEST_CASE("a POST or status query whose raw logical time is padded is refused with 400") {
+  const std::string head = "POST /effects HTTP/1.1\r\nX-Logical-Time: 100 \r\n\r\n";
+  auto parsed = re::parse_post_request(valid_post_headers(), "", 60, head);
+  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
+  CHECK(std::get<re::RequestError>(parsed).error == "invalid_header_value");
+  CHECK(std::get<re::RequestError>(parsed).header == "X-Logical-Time");
+  auto status = re::parse_status_request("op-1", {{"X-Logical-Time", "5"}},
+                                         "GET /status/op-1 HTTP/1.1\r\n"
+                                         "X-Logical-Time:  5\r\n\r\n");
+  CHECK(std::holds_alternative<re::RequestError>(status));
+}
+
+TEST_CASE("negative logical times are legal: the expiry rule holds across zero") {
+  const auto request = post_ok(with(with(valid_post_headers(), "X-Logical-Time", "-1"), "X-Idempotency-TTL", "1"));
+  CHECK(request.logical_time_s == -1);
+  CHECK(request.expires_at_s == 0);
+  CHECK(re::is_active(-1, request.expires_at_s));
+  CHECK_FALSE(re::is_active(0, request.expires_at_s));
+}
+
+TEST_CASE("GC collects a record at exactly expires_at, which the active test already calls expired") {
+  CHECK(re::is_collectable(160, 160));
+  CHECK(re::is_collectable(161, 160));
+  CHECK_FALSE(re::is_collectable(159, 160));
+  for (std::int64_t now_s = 150; now_s <= 170; ++now_s)
+    CHECK(re::is_collectable(now_s, 160) != re::is_active(now_s, 160));
+}
+
+TEST_CASE("the temporal epoch advances by one only when GC removed something") {
+  CHECK(re::epoch_after_gc(1, 0) == 1);
+  CHECK(re::epoch_after_gc(1, 1) == 2);
+  CHECK(re::epoch_after_gc(2, 5) == 3);
+}
+
+TEST_CASE("the fence lets a POST through only when its expected epoch equals the current one") {
+  CHECK_FALSE(re::check_fence(std::nullopt, 7));
+  CHECK_FALSE(re::check_fence(7, 7));
+  const auto refused = re::check_fence(2, 3);
+  REQUIRE(refused);
+  CHECK(refused->http_status == 409);
+  CHECK(refused->error == "temporal_epoch_mismatch");
+  CHECK(re::check_fence(4, 3));
+  CHECK(re::fenced_out_json(2, 3) == nlohmann::json{{"error", "temporal_epoch_mismatch"},
+                                                    {"delivery", "fenced_out"},
+                                                    {"expected_temporal_epoch", 2},
+                                                    {"current_temporal_epoch", 3}});
+}
+
+TEST_CASE("the fence headers parse into an expected epoch, and bad values are refused with named errors") {
+  auto headers = with(with(valid_post_headers(), "X-Require-Temporal-Fence", "1"), "X-Expected-Temporal-Epoch", "2");
+  CHECK(post_ok(headers).fence_epoch == 2);
+  CHECK_FALSE(post_ok(with(headers, "X-Require-Temporal-Fence", "0")).fence_epoch);
+  CHECK_FALSE(post_ok(without(headers, "X-Require-Temporal-Fence")).fence_epoch);
+  CHECK(post_error(with(headers, "X-Expected-Temporal-Epoch", "two")).error == "invalid_expected_temporal_epoch");
+  CHECK(post_error(with(headers, "X-Expected-Temporal-Epoch", "1.0")).error == "invalid_expected_temporal_epoch");
+  CHECK(post_error(without(headers, "X-Expected-Temporal-Epoch")).error == "missing_expected_temporal_epoch");
+  CHECK(post_error(with(headers, "X-Require-Temporal-Fence", "yes")).error == "invalid_temporal_fence");
+}
+
+TEST_CASE("a GC request needs an integer logical time and an operation id") {
+  auto parsed = re::parse_gc_request("op-1", {{"X-Logical-Time", "70"}});
+  REQUIRE(std::holds_alternative<re::GcRequest>(parsed));
+  CHECK(std::get<re::GcRequest>(parsed).logical_time_s == 70);
+  parsed = re::parse_gc_request("op-1", {});
+  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
+  CHECK(std::get<re::RequestError>(parsed).error == "invalid_or_missing_logical_time");
+  parsed = re::parse_gc_request("", {{"X-Logical-Time", "70"}});
+  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
+  CHECK(std::get<re::RequestError>(parsed).error == "missing_operation_id");
+  CHECK(re::gc_json(re::GcRequest{"op-1", 70}, re::GcResult{1, 1, 2}) == nlohmann::json{{"operation_id", "op-1"},
+                                                                                        {"logical_time", 70},
+                                                                                        {"removed_records", 1},
+                                                                                        {"temporal_epoch_before", 1},
+                                                                                        {"temporal_epoch_after", 2}});
+}
+
+TEST_CASE("the dedupe mode has two names") {
+  CHECK(re::parse_dedupe_mode("durable") == re::DedupeMode::durable);
+  CHECK(re::parse_dedupe_mode("volatile") == re::DedupeMode::volatile_);
+  CHECK_FALSE(re::parse_dedupe_mode("Volatile"));
+  CHECK(re::dedupe_mode_name(re::DedupeMode::volatile_) == "volatile");
 }

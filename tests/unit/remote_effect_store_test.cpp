@@ -1,6 +1,7 @@
 // The remote-effect SQLite store on a temporary file: no process, no socket.
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include <catch2/catch_test_macros.hpp>
@@ -116,4 +117,103 @@ TEST_CASE("the store refuses a file that is not a SQLite database, naming it") {
   } catch (const re::StoreError& e) {
     CHECK(std::string(e.what()).find(path.string()) != std::string::npos);
   }
+}
+
+TEST_CASE("the store commits nothing when the response cannot be built before the commit") {
+  skewbench::TempDir dir("re-store");
+  for (const auto mode : {re::DedupeMode::durable, re::DedupeMode::volatile_}) {
+    re::Store store(dir.path() / (std::string(re::dedupe_mode_name(mode)) + ".db"), re::SyncMode::full, mode);
+    CHECK_THROWS(store.post(post("op-1", "key-1", 100), [](const re::PostResult&) { throw std::runtime_error("x"); }));
+    const auto state = store.read("op-1");
+    CHECK(state.effects.empty());
+    CHECK(state.records.empty());
+    CHECK(state.post_requests == 0);
+    CHECK(store.post(post("op-1", "key-1", 101)).delivery == re::Delivery::applied);
+  }
+}
+
+TEST_CASE("a fresh state file starts at temporal epoch 1 and keeps its epoch across a reopen") {
+  skewbench::TempDir dir("re-store");
+  const auto path = dir.path() / "state.db";
+  {
+    re::Store store(path, re::SyncMode::full);
+    CHECK(store.totals().temporal_epoch == 1);
+    store.post(post("op-1", "key-1", 100, 60));
+    CHECK(store.gc(re::GcRequest{"op-1", 160}).temporal_epoch_after == 2);
+  }
+  re::Store reopened(path, re::SyncMode::full, re::DedupeMode::volatile_);
+  CHECK(reopened.totals().temporal_epoch == 2);
+  CHECK(reopened.read("op-9").temporal_epoch == 2);
+}
+
+TEST_CASE("GC removes a record at exactly expires_at and advances the epoch only when it removed one") {
+  skewbench::TempDir dir("re-store");
+  for (const auto mode : {re::DedupeMode::durable, re::DedupeMode::volatile_}) {
+    re::Store store(dir.path() / (std::string(re::dedupe_mode_name(mode)) + ".db"), re::SyncMode::full, mode);
+    store.post(post("op-1", "key-1", 100, 60));
+    store.post(post("op-2", "key-2", 100, 60));
+
+    auto result = store.gc(re::GcRequest{"op-1", 159});
+    CHECK(result.removed_records == 0);
+    CHECK(result.temporal_epoch_before == 1);
+    CHECK(result.temporal_epoch_after == 1);
+
+    result = store.gc(re::GcRequest{"op-1", 160});
+    CHECK(result.removed_records == 1);
+    CHECK(result.temporal_epoch_before == 1);
+    CHECK(result.temporal_epoch_after == 2);
+    CHECK(store.read("op-1").records.empty());
+    CHECK(store.read("op-1").effects.size() == 1);  // the ledger is untouched
+    CHECK(store.read("op-2").records.size() == 1);  // another operation's record stays
+
+    CHECK(store.gc(re::GcRequest{"op-1", 500}).temporal_epoch_after == 2);  // nothing left: no advance
+    CHECK(store.totals().temporal_epoch == 2);
+  }
+}
+
+TEST_CASE("a fenced POST with a stale epoch writes and logs nothing; the current epoch passes") {
+  skewbench::TempDir dir("re-store");
+  re::Store store(dir.path() / "state.db", re::SyncMode::full);
+  store.post(post("op-1", "key-1", 100, 60));
+  store.gc(re::GcRequest{"op-1", 170});  // epoch 1 -> 2
+
+  auto stale = post("op-1", "key-1", 150, 60);
+  stale.fence_epoch = 1;
+  const auto refused = store.post(stale);
+  CHECK(refused.delivery == re::Delivery::fenced_out);
+  CHECK(refused.state.temporal_epoch == 2);
+  const auto state = store.read("op-1");
+  CHECK(state.effects.size() == 1);
+  CHECK(state.post_requests == 1);
+
+  auto current = stale;
+  current.fence_epoch = 2;
+  CHECK(store.post(current).delivery == re::Delivery::applied);
+}
+
+TEST_CASE("volatile dedupe keeps key records in memory only: a reopen forgets them, not the effects") {
+  skewbench::TempDir dir("re-store");
+  const auto path = dir.path() / "state.db";
+  {
+    re::Store store(path, re::SyncMode::full, re::DedupeMode::volatile_);
+    store.post(post("op-1", "key-1", 100, 60));
+    CHECK(store.post(post("op-1", "key-1", 101, 60)).delivery == re::Delivery::deduplicated);
+    const auto state = store.read("op-1");
+    CHECK(state.records.size() == 1);
+    CHECK(state.durable_idempotency_records == 0);
+    CHECK(store.totals().durable_idempotency_records == 0);
+  }
+  re::Store reopened(path, re::SyncMode::full, re::DedupeMode::volatile_);
+  CHECK(reopened.read("op-1").records.empty());
+  CHECK(reopened.read("op-1").effects.size() == 1);
+  CHECK(reopened.post(post("op-1", "key-1", 102, 60)).delivery == re::Delivery::applied);
+  CHECK(reopened.read("op-1").effects.size() == 2);
+}
+
+TEST_CASE("durable dedupe counts its key records in the file") {
+  skewbench::TempDir dir("re-store");
+  re::Store store(dir.path() / "state.db", re::SyncMode::full);
+  store.post(post("op-1", "key-1", 100, 60));
+  CHECK(store.read("op-1").durable_idempotency_records == 1);
+  CHECK(store.totals().durable_idempotency_records == 1);
 }

@@ -1,0 +1,84 @@
+#pragma once
+
+// The connection loop of the remote-effect service.
+//
+// cpp-httplib's own loop (0.11) gives each connection a thread of a fixed pool
+// for as long as the connection stays open, reads every request through a
+// fresh buffer (so a second request written right behind the first is lost),
+// and bounds a request only by per-read timeouts (a byte a second keeps a
+// request alive for ever). ConnectionServer keeps cpp-httplib's parser, router
+// and response writer (Server::process_request) and replaces the loop around
+// them:
+//
+// - one thread per open connection, at most max_connections of them; a
+//   connection over the limit is answered 503 at once and closed, so no
+//   connection waits in a queue behind idle ones;
+// - one read buffer per connection, kept across requests, so pipelined
+//   requests are answered in order;
+// - deadlines per phase: idle_timeout while waiting for a request,
+//   header_timeout for the request line and headers, body_timeout for the body;
+// - byte budgets per request for the head and for the body as sent on the wire
+//   (chunk framing included), so no framing can make it buffer without bound;
+// - a handler reaches its own connection (drop an acknowledgement, close after
+//   the response) and stop() reaches every open connection, without searching
+//   the process's descriptors.
+
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <set>
+#include <string_view>
+
+#include <httplib.h>
+
+namespace skewbench::remote_effect {
+
+struct ConnectionLimits {
+  std::size_t max_connections = 512;
+  std::chrono::milliseconds idle_timeout{10000};
+  std::chrono::milliseconds header_timeout{5000};
+  std::chrono::milliseconds body_timeout{10000};
+  std::size_t max_head_bytes = 64 * 1024;
+  std::size_t max_body_wire_bytes = 192 * 1024;
+};
+
+// Why the current request could not be read in full.
+enum class ReadFailure { none, head_timeout, body_timeout, head_too_large, body_too_large };
+
+class ConnectionServer : public httplib::Server {
+ public:
+  explicit ConnectionServer(ConnectionLimits limits);
+  ~ConnectionServer() override = default;
+
+  // After stop(): ends the read side of every open connection, so that the
+  // threads waiting for a next request wake up and finish.
+  void shut_down_connections();
+
+  const ConnectionLimits& limits() const { return limits_; }
+
+  // About the request being handled on the calling thread; valid only inside
+  // a handler (route, pre-routing, error or exception handler).
+  static std::string_view current_request_head();  // request line and headers as received
+  static ReadFailure current_read_failure();
+  // Closes the connection without one more byte: the response being built is
+  // never sent.
+  static void drop_current_connection();
+  // Sends the response, then closes the connection.
+  static void close_after_response();
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  bool admit(socket_t sock);
+  // drain: the connection ends after an error response (see drain_before_close).
+  void release(socket_t sock, bool drain);
+  // Serves requests until the connection ends; true when it ends after an
+  // error response rather than by the client, the idle timeout or a stop.
+  bool serve(socket_t sock);
+
+  ConnectionLimits limits_;
+  std::mutex mutex_;
+  std::set<socket_t> open_;  // guarded by mutex_; a socket leaves it before it is closed
+  bool stopping_ = false;    // guarded by mutex_
+};
+
+}  // namespace skewbench::remote_effect
