@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -52,6 +53,67 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
     ::unlink(tmpl.c_str());
     throw err;
   }
+}
+
+void write_file_unsynced(const std::filesystem::path& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw errno_error("cannot create", path);
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const auto err = errno_error("cannot write", path);
+      ::close(fd);
+      throw err;
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) throw errno_error("cannot write", path);
+}
+
+void sync_path(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw errno_error("cannot open", path);
+  if (::fsync(fd) != 0) {
+    const auto err = errno_error("cannot flush", path);
+    ::close(fd);
+    throw err;
+  }
+  ::close(fd);
+}
+
+FileLock::FileLock(const std::filesystem::path& path, std::string_view holder_description) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw errno_error("cannot create the lock file", path);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err != EWOULDBLOCK) {
+      errno = err;
+      throw errno_error("cannot lock", path);
+    }
+    try {
+      holder_ = read_file(path);
+    } catch (const std::exception&) {
+      holder_ = "another process";
+    }
+    while (!holder_.empty() && (holder_.back() == '\n' || holder_.back() == ' ')) holder_.pop_back();
+    if (holder_.empty()) holder_ = "another process";
+    return;
+  }
+  // Only the holder writes the file, so its words are never torn.
+  const std::string line = std::string(holder_description) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, line.data(), line.size(), 0) < 0) {
+    const auto err = errno_error("cannot write the lock file", path);
+    ::close(fd);
+    throw err;
+  }
+  fd_ = fd;
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::string read_file(const std::filesystem::path& path) {

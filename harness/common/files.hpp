@@ -11,6 +11,37 @@ namespace skewbench {
 // A reader never sees a half-written artifact. Throws std::runtime_error.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
+// Writes the bytes to `path` (created or truncated) without flushing them to
+// disk: for a batch of files that are flushed together with sync_path() and
+// then published by a rename. Throws std::runtime_error naming the path and
+// the system's reason (e.g. "No space left on device").
+void write_file_unsynced(const std::filesystem::path& path, std::string_view bytes);
+
+// fsync() of a file or a directory (a directory's fsync makes the names
+// created, renamed or removed in it durable). Throws std::runtime_error.
+void sync_path(const std::filesystem::path& path);
+
+// An exclusive advisory lock (flock) on `path`, created if missing, held until
+// the object is destroyed or the process ends (the kernel drops it even on
+// SIGKILL). The file holds a line naming the holder, so a refused process can
+// say who holds it.
+class FileLock {
+ public:
+  // When another process holds the lock, nothing is held: check held().
+  FileLock(const std::filesystem::path& path, std::string_view holder_description);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  bool held() const { return fd_ >= 0; }
+  // What the holder wrote into the file (when held() is false).
+  const std::string& holder() const { return holder_; }
+
+ private:
+  int fd_ = -1;
+  std::string holder_;
+};
+
 // Reads a whole file. Throws std::runtime_error naming the path on failure.
 std::string read_file(const std::filesystem::path& path);
 

@@ -17,7 +17,7 @@ skewbench_log() { printf '[skewbench] %s\n' "$*" >&2; }
 SKEWBENCH_BUILD_PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   libpqxx-dev libpq-dev libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev
-  libcli11-dev libssl-dev postgresql
+  libcli11-dev libssl-dev libvalijson-dev postgresql
 )
 # Packages the test suite needs on top: Catch2 3, the offline validators of the
 # compose file (docker-compose) and the workflow (node + npm), and Chromium to
@@ -25,8 +25,9 @@ SKEWBENCH_BUILD_PACKAGES=(
 # Each is checked by its command, since node and npm may come from elsewhere.
 SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "npm:nodejs npm" "chromium:chromium")
 # libpng decodes Chromium's screenshots in the report rendering test; the
-# compose checks read the resolved compose file with Python's yaml module.
-SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml)
+# compose checks read the resolved compose file with Python's yaml module; the
+# evidence schema test validates with python3-jsonschema.
+SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml python3-jsonschema)
 # The docker test (tests/docker) starts its own Docker engine and makes its base
 # image with debootstrap, which checks Debian's archive with gpgv and Debian's
 # keyring. The engine is checked by command: a machine with Docker's own

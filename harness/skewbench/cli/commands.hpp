@@ -4,10 +4,12 @@
 // common/errors.hpp) and writes its messages to stderr.
 
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "evidence/out_folder.hpp"
 #include "runner/stack.hpp"
 
 namespace skewbench::cli {
@@ -19,8 +21,13 @@ void install_signal_handlers();
 // Where the services are (URLs), or how to start them; shared by run and sweep.
 using ServiceArgs = runner::StackOptions;
 
-// Checks --remote-url before anything starts; prints why and returns false.
-bool remote_url_is_usable(const ServiceArgs& services);
+// Checks --remote-url, or that the remote-effect to start exists, before
+// anything starts; prints why and returns false.
+bool service_options_are_usable(const ServiceArgs& services);
+
+// Opens an --out folder (checked, locked, probed); prints why and returns
+// nullptr when it cannot be used (exit code 2).
+std::unique_ptr<evidence::OutFolder> open_out_folder(const evidence::OutFolderRequest& request);
 
 // How a command prints its outcome on stdout: for a reader, or one JSON
 // document for a machine (progress and errors stay on stderr).
@@ -50,6 +57,7 @@ struct SweepArgs {
   bool overwrite = false;
   bool dry_run = false;
   OutputFormat format = OutputFormat::Text;
+  bool resume = false;  // continue the sweep in out_dir: keep its finished cells, run the rest
 };
 int run_sweep(const SweepArgs& args);
 
@@ -73,5 +81,10 @@ struct ReportArgs {
   std::optional<std::string> out_dir;  // default: sweep_dir
 };
 int render_report(const ReportArgs& args);
+
+struct VerifyArgs {
+  std::string dir;
+};
+int verify_evidence(const VerifyArgs& args);
 
 }  // namespace skewbench::cli

@@ -19,7 +19,7 @@ namespace {
 namespace cli = skewbench::cli;
 using skewbench::cli::OutputFormat;
 
-constexpr const char* kCommands[] = {"run", "validate", "sweep", "merge", "compare", "report"};
+constexpr const char* kCommands[] = {"run", "validate", "sweep", "merge", "compare", "report", "verify"};
 
 // Every --help ends with an example and what the exit codes mean.
 std::string footer(const std::string& example, const std::string& exit_codes) {
@@ -107,14 +107,20 @@ CLI::App* add_sweep(CLI::App& app, cli::SweepArgs& sweep) {
   command->add_option("--shard", sweep.shard, "run only slice I of N (cells with index % N == I-1), e.g. 1/2");
   command->add_flag("--dry-run", sweep.dry_run, "print the cells per policy and exit; nothing starts");
   add_service_options(command, sweep.services);
-  command->add_flag("--overwrite", sweep.overwrite, "write into an --out directory that already holds a sweep");
+  auto* overwrite =
+      command->add_flag("--overwrite", sweep.overwrite, "replace the sweep an --out directory already holds");
+  command
+      ->add_flag("--resume", sweep.resume,
+                 "continue the sweep in --out (same grid and shard): keep its finished cells, run the rest and "
+                 "the ERROR ones")
+      ->excludes(overwrite);
   add_format_option(command, sweep.format, {"text", "json"},
                     "text or json (one document on stdout; progress on stderr)");
   command->footer(footer("skewbench sweep scenarios/sweeps/018-offset-by-epsilon.json --out sweeps/eps -j 2",
                          "  0    every cell ran (or --dry-run)\n"
-                         "  2    bad arguments or grid file; nothing started\n"
-                         "  3    infrastructure error: some cells are ERROR\n"
-                         "  130  interrupted; the cells done so far are kept\n"));
+                         "  2    bad arguments, grid file or --out; nothing started\n"
+                         "  3    infrastructure error: some cells are ERROR (--resume runs them again)\n"
+                         "  130  interrupted; the cells done so far are kept (--resume continues)\n"));
   return command;
 }
 
@@ -156,6 +162,17 @@ CLI::App* add_report(CLI::App& app, cli::ReportArgs& report) {
   return command;
 }
 
+CLI::App* add_verify(CLI::App& app, cli::VerifyArgs& verify) {
+  auto* command = app.add_subcommand(
+      "verify", "check a run or sweep folder: manifest, digests, JSON Schemas (see docs/evidence.md)");
+  command->add_option("dir", verify.dir, "the run or sweep directory")->required();
+  command->footer(footer("skewbench verify evidence/run-1",
+                         "  0    valid: every file matches the manifest, its schema and its digests\n"
+                         "  1    not valid (every problem is listed)\n"
+                         "  2    not a folder\n"));
+  return command;
+}
+
 // Without paths, run takes ./scenarios; when there is none, it says so.
 bool default_scenarios(std::vector<std::string>& paths) {
   if (!paths.empty()) return true;
@@ -194,6 +211,9 @@ int main(int argc, char** argv) {
   auto* compare_cmd = add_compare(app, compare);
   auto* report_cmd = add_report(app, report);
 
+  cli::VerifyArgs verify;
+  auto* verify_cmd = add_verify(app, verify);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -208,6 +228,7 @@ int main(int argc, char** argv) {
     if (*merge_cmd) return cli::merge_sweeps(merge);
     if (*compare_cmd) return cli::compare_results(compare);
     if (*report_cmd) return cli::render_report(report);
+    if (*verify_cmd) return cli::verify_evidence(verify);
   } catch (const std::exception& e) {
     std::cerr << "skewbench: " << e.what() << "\n";
     return exit_code::kInfrastructure;

@@ -12,6 +12,7 @@
 #include "common/text.hpp"
 #include "evidence/console.hpp"
 #include "evidence/evidence.hpp"
+#include "evidence/out_folder.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
 #include "runner/runner.hpp"
@@ -80,9 +81,29 @@ void print_run_outcome(const RunArgs& args, const std::vector<runner::ScenarioRe
   for (const auto& w : report.warnings) std::cout << "warning: " << w << "\n";
 }
 
-bool holds_evidence(const fs::path& dir) {
-  std::error_code ec;
-  return fs::exists(dir / "summary.json", ec) || fs::exists(dir / "scenarios", ec);
+// Writes the run's evidence into a hidden folder, then publishes it whole.
+std::string publish_run(evidence::OutFolder& out, const std::vector<const scenario::Scenario*>& scenarios,
+                        const std::vector<runner::ScenarioResult>& results, const evidence::RunEnvironment& env) {
+  const auto incoming = out.make_incoming(env.run_id);
+  // On failure the space goes back: on a full disk the next attempt needs it.
+  auto discard = [&] {
+    std::error_code ignored;
+    fs::remove_all(incoming, ignored);
+  };
+  std::string digest;
+  try {
+    digest = evidence::write_run_artifacts(incoming, scenarios, results, env);
+  } catch (const std::exception& e) {
+    discard();
+    throw std::runtime_error(std::string(e.what()) + "; the folder's earlier contents are unchanged");
+  }
+  try {
+    out.publish(incoming, evidence::FolderKind::kRun, env.run_id);
+  } catch (...) {
+    discard();
+    throw;
+  }
+  return digest;
 }
 
 }  // namespace
@@ -99,14 +120,32 @@ void install_signal_handlers() {
 
 bool stdout_wants_colour() { return evidence::colour_wanted(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")); }
 
-bool remote_url_is_usable(const ServiceArgs& services) {
-  if (!services.remote_url) return true;
+bool service_options_are_usable(const ServiceArgs& services) {
+  if (!services.remote_url) {
+    // A remote-effect that cannot be found is known now, not after PostgreSQL started.
+    try {
+      runner::find_remote_effect_binary(services.remote_effect_binary);
+      return true;
+    } catch (const std::exception& e) {
+      std::cerr << "skewbench: " << e.what() << "\n";
+      return false;
+    }
+  }
   try {
     infra::parse_http_url(*services.remote_url);
     return true;
   } catch (const std::invalid_argument& e) {
     std::cerr << "skewbench: --remote-url: " << e.what() << "\n";
     return false;
+  }
+}
+
+std::unique_ptr<evidence::OutFolder> open_out_folder(const evidence::OutFolderRequest& request) {
+  try {
+    return std::make_unique<evidence::OutFolder>(request);
+  } catch (const evidence::OutFolderError& e) {
+    std::cerr << "skewbench: " << e.what() << "\n";
+    return nullptr;
   }
 }
 
@@ -137,12 +176,7 @@ int run_scenarios(const RunArgs& args) {
     return exit_code::kUsage;
   }
   const fs::path out_dir = args.out_dir;
-  if (holds_evidence(out_dir) && !args.overwrite) {
-    std::cerr << "skewbench: " << out_dir.string()
-              << " already holds a run's evidence; choose another --out or pass --overwrite\n";
-    return exit_code::kUsage;
-  }
-  if (!remote_url_is_usable(args.services)) return exit_code::kUsage;
+  if (!service_options_are_usable(args.services)) return exit_code::kUsage;
   if (args.services.remote_url) {
     for (const auto& s : scenarios) {
       if (s.needs_remote_control()) {
@@ -152,6 +186,16 @@ int run_scenarios(const RunArgs& args) {
       }
     }
   }
+  std::vector<fs::path> inputs(args.paths.begin(), args.paths.end());
+  for (const auto& s : scenarios) inputs.emplace_back(s.source);
+  // Checked, locked and probed before any service starts; held to the end.
+  const auto out = open_out_folder({.path = out_dir,
+                                    .kind = evidence::FolderKind::kRun,
+                                    .overwrite = args.overwrite,
+                                    .resume = false,
+                                    .inputs = inputs,
+                                    .command = "run"});
+  if (!out) return exit_code::kUsage;
 
   evidence::RunEnvironment env;
   env.run_id = runner::new_run_id();
@@ -210,9 +254,7 @@ int run_scenarios(const RunArgs& args) {
 
   std::string digest;
   try {
-    // Evidence of an earlier run must not mix with this one's.
-    if (args.overwrite) fs::remove_all(out_dir / "scenarios");
-    digest = evidence::write_run_artifacts(out_dir, scenario_ptrs, results, env);
+    digest = publish_run(*out, scenario_ptrs, results, env);
   } catch (const std::exception& e) {
     std::cerr << "skewbench: cannot write evidence to " << out_dir.string() << ": " << e.what() << "\n";
     return exit_code::kInfrastructure;

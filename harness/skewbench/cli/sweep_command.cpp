@@ -12,6 +12,7 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "evidence/evidence.hpp"
+#include "evidence/manifest.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
 #include "runner/runner.hpp"
@@ -28,11 +29,68 @@ using nlohmann::json;
 namespace {
 
 constexpr unsigned kMaxJobs = 32;
+constexpr const char* kCellsFile = "cells.jsonl";
+// A resumed sweep writes here and renames over cells.jsonl when it stops, so
+// the cells it resumed from stay whole until then, even on SIGKILL.
+constexpr const char* kResumeCellsFile = ".skewbench-resume-cells.jsonl";
 
-bool holds_sweep(const fs::path& dir) {
-  std::error_code ec;
-  return fs::exists(dir / "sweep.json", ec) || fs::exists(dir / "cells.jsonl", ec);
+fs::path base_scenario_path(const fs::path& grid_path, const sweep::Grid& grid) {
+  const auto& doc = grid.document();
+  if (!doc.contains("base_scenario") || !doc["base_scenario"].is_string()) return grid_path;
+  const fs::path base = doc["base_scenario"].get<std::string>();
+  return base.is_absolute() ? base : grid_path.parent_path() / base;
 }
+
+// --resume: DIR must hold a sweep of this very grid, base scenario and shard.
+// Returns its finished cells, or prints why not and returns nullptr.
+std::unique_ptr<sweep::PreviousCells> cells_to_resume(const fs::path& dir, const sweep::Grid& grid,
+                                                      const sweep::Shard& shard) {
+  try {
+    const auto summary = sweep::read_sweep_summary(dir);
+    const auto where = (dir / "sweep.json").string();
+    const auto identity = summary.at("grid").at("identity_digest");
+    if (identity != grid.identity_digest()) {
+      throw std::runtime_error(where + " is a sweep of another grid (identity digest " + identity.dump() +
+                               ", this grid's is \"" + grid.identity_digest() + "\")");
+    }
+    if (summary.at("base_scenario_digest") != json_digest(grid.base_scenario())) {
+      throw std::runtime_error(where + " ran another base scenario (its digest differs)");
+    }
+    const json wanted_shard = shard.whole() ? json(nullptr) : shard.to_json();
+    if (summary.at("shard") != wanted_shard) {
+      throw std::runtime_error(where + " is shard " + summary["shard"].dump() + ", not " + wanted_shard.dump());
+    }
+    return std::make_unique<sweep::PreviousCells>((dir / kCellsFile).string(), grid.cell_count());
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot resume: " << e.what() << "\n";
+    return nullptr;
+  }
+}
+
+// Writes sweep.json, then the manifest of the sweep's files.
+void write_sweep_files(evidence::OutFolder& out, const json& summary, const std::string& run_id) {
+  sync_path(out.path() / kCellsFile);
+  write_file_atomically(out.path() / "sweep.json", summary.dump(2) + "\n");
+  write_manifest(out.path(),
+                 evidence::make_manifest(out.path(), evidence::FolderKind::kSweep, run_id, {kCellsFile, "sweep.json"}));
+}
+
+// sweep.json and the manifest before the first cell: a sweep killed part-way
+// can then be resumed or overwritten.
+void start_sweep_files(evidence::OutFolder& out, const sweep::Grid& grid, const sweep::Shard& shard,
+                       const json& environment, const std::vector<std::string>& warnings, unsigned jobs,
+                       const std::string& run_id) {
+  out.remove_previous();
+  write_file_atomically(out.path() / kCellsFile, "");
+  sweep::SweepOutcome none;
+  none.cells_planned = shard.size_of(grid.cell_count());
+  none.per_policy = json::object();
+  none.cells_core_digest = sha256_hex("");
+  write_sweep_files(out, sweep::sweep_summary(grid, shard, none, environment, warnings, jobs), run_id);
+}
+
+int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard, evidence::OutFolder& out,
+                    sweep::PreviousCells* previous);
 
 }  // namespace
 
@@ -72,18 +130,27 @@ int run_sweep(const SweepArgs& args) {
               << ": the base scenario has a restart_remote step, which a sweep cannot run\n";
     return exit_code::kUsage;
   }
-  const fs::path out_dir = args.out_dir;
-  if (holds_sweep(out_dir) && !args.overwrite) {
-    std::cerr << "skewbench: " << out_dir.string()
-              << " already holds a sweep; choose another --out or pass --overwrite\n";
-    return exit_code::kUsage;
-  }
-  if (!remote_url_is_usable(args.services)) return exit_code::kUsage;
+  if (!service_options_are_usable(args.services)) return exit_code::kUsage;
+  const auto out = open_out_folder({.path = args.out_dir,
+                                    .kind = evidence::FolderKind::kSweep,
+                                    .overwrite = args.overwrite,
+                                    .resume = args.resume,
+                                    .inputs = {args.grid_path, base_scenario_path(args.grid_path, *grid)},
+                                    .command = "sweep"});
+  if (!out) return exit_code::kUsage;
+  std::unique_ptr<sweep::PreviousCells> previous;
+  if (args.resume && !(previous = cells_to_resume(out->path(), *grid, shard))) return exit_code::kUsage;
+  return run_sweep_cells(args, *grid, shard, *out, previous.get());
+}
+
+namespace {
+
+int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard, evidence::OutFolder& out,
+                    sweep::PreviousCells* previous) {
   // Each job holds one PostgreSQL connection and one remote-effect worker
   // thread; the started services are sized for kMaxJobs.
   const unsigned jobs =
       args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
-
   try {
     runner::Stack stack(args.services);
     const auto run_id = runner::new_run_id();
@@ -98,24 +165,40 @@ int run_sweep(const SweepArgs& args) {
       environment = env.to_json();
       warnings = env.warnings;
     }
-    if (!args.services.quiet) {
-      std::cerr << "skewbench: " << sweep::sweep_name(grid->id(), shard) << ": " << shard.size_of(grid->cell_count())
-                << " of " << text::plural(grid->cell_count(), "cell") << ", " << text::plural(jobs, "job") << "\n";
+    if (previous) {
+      out.remove_previous({kCellsFile, "sweep.json"});  // an old report no longer matches
+    } else {
+      start_sweep_files(out, grid, shard, environment, warnings, jobs, run_id);
     }
-    sweep::SweepSettings settings{stack.database_url(), stack.remote_url(), nullptr, run_id, jobs, shard,
-                                  !args.services.quiet, &interrupted_flag()};
-    const auto outcome = sweep::run_cells(*grid, settings, out_dir);
+    if (!args.services.quiet) {
+      std::cerr << "skewbench: " << sweep::sweep_name(grid.id(), shard) << ": " << shard.size_of(grid.cell_count())
+                << " of " << text::plural(grid.cell_count(), "cell") << ", " << text::plural(jobs, "job");
+      if (previous) std::cerr << ", " << previous->kept_count() << " kept from the sweep resumed";
+      std::cerr << "\n";
+    }
+    sweep::SweepSettings settings{.database_url = stack.database_url(),
+                                  .remote_url = stack.remote_url(),
+                                  .remote_control = nullptr,
+                                  .run_id = run_id,
+                                  .jobs = jobs,
+                                  .shard = shard,
+                                  .progress = !args.services.quiet,
+                                  .interrupted = &interrupted_flag(),
+                                  .previous = previous,
+                                  .cells_file = previous ? kResumeCellsFile : kCellsFile};
+    const auto outcome = sweep::run_cells(grid, settings, out.path());
+    if (previous) fs::rename(out.path() / kResumeCellsFile, out.path() / kCellsFile);
     environment["finished_at_utc"] = evidence::utc_now_iso8601();
-    const auto summary = sweep::sweep_summary(*grid, shard, outcome, environment, warnings, jobs);
-    write_file_atomically(out_dir / "sweep.json", summary.dump(2) + "\n");
+    const auto summary = sweep::sweep_summary(grid, shard, outcome, environment, warnings, jobs);
+    write_sweep_files(out, summary, run_id);
 
     const int code = outcome.interrupted  ? exit_code::kInterrupted
                      : outcome.errors > 0 ? exit_code::kInfrastructure
                                           : exit_code::kPass;
     if (args.format == OutputFormat::Json) {
-      std::cout << sweep::end_json(summary, out_dir, code).dump(2) << "\n";
+      std::cout << sweep::end_json(summary, out.path(), code).dump(2) << "\n";
     } else {
-      std::cout << sweep::end_text(summary, out_dir);
+      std::cout << sweep::end_text(summary, out.path(), args.grid_path);
     }
     return code;
   } catch (const scenario::ScenarioFileError& e) {
@@ -127,6 +210,8 @@ int run_sweep(const SweepArgs& args) {
     return exit_code::kInfrastructure;
   }
 }
+
+}  // namespace
 
 static int merge_sweeps_or_throw(const MergeArgs& args);
 
@@ -193,12 +278,13 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
       return exit_code::kUsage;
     }
   }
-  const fs::path out_dir = args.out_dir;
-  if (holds_sweep(out_dir) && !args.overwrite) {
-    std::cerr << "skewbench: " << out_dir.string()
-              << " already holds a sweep; choose another --out or pass --overwrite\n";
-    return exit_code::kUsage;
-  }
+  const auto out = open_out_folder({.path = args.out_dir,
+                                    .kind = evidence::FolderKind::kSweep,
+                                    .overwrite = args.overwrite,
+                                    .resume = false,
+                                    .inputs = {args.shard_dirs.begin(), args.shard_dirs.end()},
+                                    .command = "merge"});
+  if (!out) return exit_code::kUsage;
 
   // Shard I holds cells I-1, I-1+N, ...: reading one line from each shard in
   // turn restores the global order without holding more than N lines.
@@ -212,8 +298,10 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
     }
   }
   const auto total = first["cells_total"].get<std::uint64_t>();
-  fs::create_directories(out_dir);
-  sweep::CellWriter writer((out_dir / "cells.jsonl").string());
+  // Written aside and published whole, as a run is.
+  const auto run_id = first["environment"].value("run_id", std::string("merged"));
+  const auto incoming = out->make_incoming(run_id);
+  sweep::CellWriter writer((incoming / "cells.jsonl").string());
   std::string line;
   for (std::uint64_t cell = 0; cell < total; ++cell) {
     auto& in = inputs[cell % count];
@@ -252,7 +340,15 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
   merged["duration_s"] = duration;
   merged["jobs"] = nullptr;
   merged["cells_per_s"] = nullptr;
-  write_file_atomically(out_dir / "sweep.json", merged.dump(2) + "\n");
+  write_file_unsynced(incoming / "sweep.json", merged.dump(2) + "\n");
+  try {
+    out->publish(incoming, evidence::FolderKind::kSweep, run_id);
+  } catch (const std::exception& e) {
+    std::error_code ignored;
+    fs::remove_all(incoming, ignored);
+    std::cerr << "skewbench: cannot write the merged sweep to " << args.out_dir << ": " << e.what() << "\n";
+    return exit_code::kInfrastructure;
+  }
   std::cout << "merged " << summaries.size() << " shards: " << writer.written() << " cells, core digest " << digest
             << "\n";
   return merged["errors"].get<std::uint64_t>() > 0 ? exit_code::kInfrastructure : exit_code::kPass;

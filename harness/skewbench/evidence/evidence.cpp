@@ -83,14 +83,29 @@ json RunEnvironment::to_json() const {
           {"finished_at_utc", finished_at_utc}};
 }
 
-json scenario_core(const scenario::Scenario& s, const runner::ScenarioResult& r) {
+namespace {
+
+// The one definition of a scenario's core, from its parts as written.
+json core_of(const json& input, const json& timeline, const json& final_measurement, const json& checks,
+             const json& verdict, bool errored, const json& pass) {
   json steps = json::array();
-  for (const auto& record : r.timeline) steps.push_back(core_step(record));
+  for (const auto& record : timeline) steps.push_back(core_step(record));
+  return {{"input", input},   {"steps", steps},     {"final", final_measurement},
+          {"checks", checks}, {"verdict", verdict}, {"errored", errored},
+          {"pass", pass}};
+}
+
+}  // namespace
+
+json scenario_core(const scenario::Scenario& s, const runner::ScenarioResult& r) {
   json checks = json::array();
   for (const auto& c : r.checks) checks.push_back(check_json(c));
-  return {{"input", s.document}, {"steps", steps},       {"final", r.final_measurement},
-          {"checks", checks},    {"verdict", r.verdict}, {"errored", r.error.has_value()},
-          {"pass", r.pass}};
+  return core_of(s.document, r.timeline, r.final_measurement, checks, r.verdict, r.error.has_value(), r.pass);
+}
+
+json scenario_core_of_evidence(const json& evidence) {
+  return core_of(evidence.at("input"), evidence.at("timeline"), evidence.at("final"), evidence.at("checks"),
+                 evidence.at("verdict"), !evidence.at("error").is_null(), evidence.at("pass"));
 }
 
 json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r) {
@@ -116,6 +131,17 @@ std::string run_core_digest(const json& summary_rows) {
   }
   return json_digest(core_rows);
 }
+
+namespace {
+
+// The files of a run are flushed and published together (OutFolder::publish),
+// so each is written here without a flush of its own.
+void write_unsynced(const std::filesystem::path& path, std::string_view bytes) {
+  std::filesystem::create_directories(path.parent_path());
+  write_file_unsynced(path, bytes);
+}
+
+}  // namespace
 
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
@@ -155,7 +181,7 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
                            {"pass", r.pass},
                            {"duration_us", r.duration_us},
                            {"core_digest", json_digest(core)}};
-    write_file_atomically(out_dir / "scenarios" / (s.id + ".json"), evidence.dump(2) + "\n");
+    write_unsynced(out_dir / "scenarios" / (s.id + ".json"), evidence.dump(2) + "\n");
     rows.push_back(summary_row(s, r));
   }
   bool all_pass = !results.empty();
@@ -175,10 +201,9 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
   const auto published = published_result(scenarios, results, env);
   auto published_with_env = published;
   published_with_env["environment"] = environment;
-  write_file_atomically(out_dir / "result.json", published_with_env.dump(2) + "\n");
-  write_file_atomically(out_dir / "RESULT.md", result_markdown(scenarios, results, summary, published, env));
-  // Last: a summary.json on disk means every other artifact is there too.
-  write_file_atomically(out_dir / "summary.json", summary.dump(2) + "\n");
+  write_unsynced(out_dir / "result.json", published_with_env.dump(2) + "\n");
+  write_unsynced(out_dir / "RESULT.md", result_markdown(scenarios, results, summary, published, env));
+  write_unsynced(out_dir / "summary.json", summary.dump(2) + "\n");
   return run_digest;
 }
 

@@ -56,6 +56,10 @@ nlohmann::json scenario_core(const scenario::Scenario& scenario, const runner::S
 // core_digest}] in row order. compare recomputes it to catch an edited file.
 std::string run_core_digest(const nlohmann::json& summary_rows);
 
+// The same core, rebuilt from a scenarios/<id>.json file as written (for
+// verify). Throws nlohmann::json::exception when a field is missing.
+nlohmann::json scenario_core_of_evidence(const nlohmann::json& evidence);
+
 // One row of summary.json.
 nlohmann::json summary_row(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
 
@@ -64,7 +68,9 @@ nlohmann::json published_result(const std::vector<const scenario::Scenario*>& sc
                                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
 
 // Writes DIR/scenarios/<id>.json, DIR/summary.json, DIR/result.json and
-// DIR/RESULT.md, each atomically. Returns the run's core digest.
+// DIR/RESULT.md without flushing them: DIR is a run's incoming folder, which
+// OutFolder::publish flushes and moves into place at once. Returns the run's
+// core digest.
 std::string write_run_artifacts(const std::filesystem::path& out_dir,
                                 const std::vector<const scenario::Scenario*>& scenarios,
                                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);

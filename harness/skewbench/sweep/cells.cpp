@@ -65,4 +65,35 @@ std::string CellWriter::finish() {
   return digest_.hex_digest();
 }
 
+PreviousCells::PreviousCells(const std::string& path, std::uint64_t cells_total)
+    : path_(path), kept_(cells_total, false) {
+  std::ifstream scan(path);
+  if (!scan) throw std::runtime_error("cannot read " + path);
+  std::string line;
+  for (std::uint64_t number = 1; std::getline(scan, line); ++number) {
+    json record;
+    try {
+      record = json::parse(line);
+      const auto cell = record.at("cell").get<std::uint64_t>();
+      if (cell >= cells_total) throw std::runtime_error("cell " + std::to_string(cell) + " is not in the grid");
+      if (record.at("verdict").get<std::string>() != "ERROR" && !kept_[cell]) {
+        kept_[cell] = true;
+        ++kept_count_;
+      }
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ":" + std::to_string(number) + ": " + e.what());
+    }
+  }
+  in_.open(path);
+}
+
+json PreviousCells::take(std::uint64_t cell) {
+  std::string line;
+  while (std::getline(in_, line)) {
+    auto record = json::parse(line);
+    if (record.at("cell").get<std::uint64_t>() == cell && record.at("verdict") != "ERROR") return record;
+  }
+  throw std::runtime_error(path_ + " changed while the sweep resumed: cell " + std::to_string(cell) + " is gone");
+}
+
 }  // namespace skewbench::sweep

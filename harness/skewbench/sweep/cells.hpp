@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,26 @@ class CellWriter {
   Sha256 digest_;
   VerdictTally tally_;
   std::uint64_t written_ = 0;
+};
+
+// The cells a sweep to be resumed already finished: its cells.jsonl, read
+// forward in cell order. Cells that ended in ERROR are not kept, so a resumed
+// sweep runs them again.
+class PreviousCells {
+ public:
+  // Reads the file once to note which cells it holds (one bit per cell of the
+  // grid); throws std::runtime_error naming the file and line when malformed.
+  PreviousCells(const std::string& path, std::uint64_t cells_total);
+  bool keeps(std::uint64_t cell) const { return cell < kept_.size() && kept_[cell]; }
+  std::uint64_t kept_count() const { return kept_count_; }
+  // The record of a kept cell; cells must be asked for in increasing order.
+  nlohmann::json take(std::uint64_t cell);
+
+ private:
+  std::string path_;
+  std::vector<bool> kept_;
+  std::uint64_t kept_count_ = 0;
+  std::ifstream in_;
 };
 
 }  // namespace skewbench::sweep

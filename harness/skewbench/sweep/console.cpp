@@ -72,15 +72,18 @@ json plan_json(const Grid& grid, const Shard& shard) {
           {"exit_code", 0}};
 }
 
-std::string end_text(const json& summary, const std::filesystem::path& out_dir) {
+std::string end_text(const json& summary, const std::filesystem::path& out_dir, const std::string& grid_path) {
   std::ostringstream out;
   Shard shard;
   if (summary.value("shard", json()).is_object()) {
     shard = {.index = summary["shard"].value("index", std::uint64_t{1}),
              .count = summary["shard"].value("count", std::uint64_t{1})};
   }
-  out << sweep_name(summary.value("grid_id", ""), shard) << ": " << text::cell(summary["cells_done"]) << "/"
-      << text::cell(summary["cells_planned"]) << " cells in " << format_duration(summary.value("duration_s", 0.0));
+  // A partial sweep's digest would read like a result: only a finished one shows it.
+  const bool interrupted = summary.value("interrupted", false);
+  out << sweep_name(summary.value("grid_id", ""), shard) << (interrupted ? " interrupted" : "") << ": "
+      << text::cell(summary["cells_done"]) << "/" << text::cell(summary["cells_planned"]) << " cells in "
+      << format_duration(summary.value("duration_s", 0.0));
   if (summary.value("jobs", json()).is_number())
     out << " with " << text::plural(summary["jobs"].get<std::uint64_t>(), "job");
   out << "\n";
@@ -93,20 +96,24 @@ std::string end_text(const json& summary, const std::filesystem::path& out_dir) 
     }
     out << "\n";
   }
-  out << "cells core digest: " << text::cell(summary.value("cells_core_digest", json())) << "\n";
+  if (!interrupted) out << "cells core digest: " << text::cell(summary.value("cells_core_digest", json())) << "\n";
   for (const auto& w : summary.value("warnings", json::array())) out << "warning: " << text::cell(w) << "\n";
   out << "output: " << out_dir.string() << "\n";
+  const auto shard_flag =
+      shard.whole() ? std::string() : " --shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count);
   out << "next:   "
-      << (shard.whole() ? "skewbench report " + out_dir.string()
-                        : "skewbench merge <every shard's folder> --out DIR, then skewbench report DIR")
+      << (interrupted     ? "skewbench sweep " + grid_path + " --out " + out_dir.string() + shard_flag + " --resume"
+          : shard.whole() ? "skewbench report " + out_dir.string()
+                          : "skewbench merge <every shard's folder> --out DIR, then skewbench report DIR")
       << "\n";
   return out.str();
 }
 
 json end_json(const json& summary, const std::filesystem::path& out_dir, int exit_code) {
   json out = {{"command", "sweep"}, {"out_dir", out_dir.string()}, {"exit_code", exit_code}};
-  for (const char* field : {"grid_id", "shard", "cells_total", "cells_planned", "cells_done", "complete", "per_policy",
-                            "cells_core_digest", "errors", "jobs", "duration_s", "warnings"}) {
+  for (const char* field :
+       {"grid_id", "shard", "cells_total", "cells_planned", "cells_done", "complete", "interrupted", "cells_reused",
+        "per_policy", "cells_core_digest", "errors", "jobs", "duration_s", "warnings"}) {
     out[field] = summary.value(field, json(nullptr));
   }
   return out;

@@ -32,7 +32,10 @@ nlohmann::json plan_json(const Grid& grid, const Shard& shard);
 
 // The end of a sweep, from its sweep.json content: cells, time, verdicts per
 // policy, the output folder and the next command.
-std::string end_text(const nlohmann::json& summary, const std::filesystem::path& out_dir);
+// An interrupted sweep shows no core digest, and says how to resume it
+// (grid_path is the grid as given on the command line).
+std::string end_text(const nlohmann::json& summary, const std::filesystem::path& out_dir,
+                     const std::string& grid_path = "GRID");
 nlohmann::json end_json(const nlohmann::json& summary, const std::filesystem::path& out_dir, int exit_code);
 
 }  // namespace skewbench::sweep

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -65,8 +66,10 @@ class Progress {
 // record per worker.
 class ReorderBuffer {
  public:
-  ReorderBuffer(CellWriter& writer, Progress& progress, std::uint64_t window)
-      : writer_(writer), progress_(progress), window_(window) {}
+  // A null record stands for a cell kept from a resumed sweep: `kept` gives it.
+  using KeptRecord = std::function<json(std::uint64_t k)>;
+  ReorderBuffer(CellWriter& writer, Progress& progress, std::uint64_t window, KeptRecord kept)
+      : writer_(writer), progress_(progress), window_(window), kept_(std::move(kept)) {}
 
   // Blocks a worker that wants cell k while k is more than `window` cells
   // ahead of the writer, so a stalled cell cannot make the buffer grow
@@ -84,12 +87,27 @@ class ReorderBuffer {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.emplace(k, std::move(record));
     while (!pending_.empty() && pending_.begin()->first == next_) {
-      writer_.write(pending_.begin()->second);
+      write(pending_.begin()->first, pending_.begin()->second);
       pending_.erase(pending_.begin());
       ++next_;
       progress_.update(next_);
     }
     room_.notify_all();
+  }
+
+  // After the workers stopped early: writes the cells that finished beyond
+  // the first one missing, and the kept cells after it, in order, so an
+  // interruption loses no finished cell.
+  void drain(std::uint64_t planned, const std::function<bool(std::uint64_t)>& is_kept) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::uint64_t k = next_; k < planned; ++k) {
+      if (const auto it = pending_.find(k); it != pending_.end()) {
+        write(k, it->second);
+      } else if (is_kept(k)) {
+        write(k, nullptr);
+      }
+    }
+    pending_.clear();
   }
 
  private:
@@ -98,6 +116,9 @@ class ReorderBuffer {
   CellWriter& writer_;
   Progress& progress_;
   std::uint64_t window_;
+  void write(std::uint64_t k, const json& record) { writer_.write(record.is_null() ? kept_(k) : record); }
+
+  KeptRecord kept_;
   std::map<std::uint64_t, json> pending_;
   std::uint64_t next_ = 0;
 };
@@ -153,10 +174,14 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
   SweepOutcome outcome;
   outcome.cells_planned = settings.shard.size_of(grid.cell_count());
   std::filesystem::create_directories(out_dir);
-  CellWriter writer((out_dir / "cells.jsonl").string());
+  CellWriter writer((out_dir / settings.cells_file).string());
   Progress progress(outcome.cells_planned, settings.progress);
   const unsigned jobs = std::max(1u, settings.jobs);
-  ReorderBuffer buffer(writer, progress, 4ull * jobs);
+  auto is_kept = [&](std::uint64_t k) {
+    return settings.previous && settings.previous->keeps(settings.shard.cell_at(k));
+  };
+  ReorderBuffer buffer(writer, progress, 4ull * jobs,
+                       [&](std::uint64_t k) { return settings.previous->take(settings.shard.cell_at(k)); });
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> stop{false};
   const auto started = Clock::now();
@@ -186,6 +211,10 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
       const auto k = next.fetch_add(1);
       if (k >= outcome.cells_planned) return;
       if (!buffer.wait_for_room(k, stop)) return;
+      if (is_kept(k)) {
+        buffer.push(k, nullptr);
+        continue;
+      }
       const auto cell = grid.cell(settings.shard.cell_at(k));
       const auto cell_started = Clock::now();
       json record;
@@ -218,11 +247,13 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
   }
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
+  buffer.drain(outcome.cells_planned, is_kept);
 
   outcome.cells_done = writer.written();
   outcome.cells_core_digest = writer.finish();
   outcome.per_policy = writer.tally().to_json();
   outcome.errors = writer.tally().count(runner::kVerdictError);
+  outcome.cells_reused = settings.previous ? settings.previous->kept_count() : 0;
   outcome.interrupted = outcome.cells_done < outcome.cells_planned;
   outcome.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
   return outcome;

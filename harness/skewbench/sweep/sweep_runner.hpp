@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "steps/step.hpp"
+#include "sweep/cells.hpp"
 #include "sweep/grid.hpp"
 
 namespace skewbench::sweep {
@@ -39,6 +40,11 @@ struct SweepSettings {
   Shard shard;
   bool progress = true;
   const std::atomic<bool>* interrupted = nullptr;
+  // --resume: cells kept from the earlier cells.jsonl are copied, not run.
+  PreviousCells* previous = nullptr;
+  // The file written in out_dir (a resumed sweep writes beside cells.jsonl
+  // and renames over it when done).
+  std::string cells_file = "cells.jsonl";
 };
 
 struct SweepOutcome {
@@ -47,6 +53,7 @@ struct SweepOutcome {
   std::string cells_core_digest;
   nlohmann::json per_policy;
   std::uint64_t errors = 0;
+  std::uint64_t cells_reused = 0;  // copied from the sweep that was resumed
   bool interrupted = false;
   double duration_s = 0;
 };

@@ -52,6 +52,8 @@ json sweep_summary(const Grid& grid, const Shard& shard, const SweepOutcome& out
           {"cells_planned", outcome.cells_planned},
           {"cells_done", outcome.cells_done},
           {"complete", outcome.cells_done == outcome.cells_planned},
+          {"interrupted", outcome.interrupted},
+          {"cells_reused", outcome.cells_reused},
           {"per_policy", outcome.per_policy},
           {"cells_core_digest", outcome.cells_core_digest},
           {"errors", outcome.errors},

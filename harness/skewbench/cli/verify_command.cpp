@@ -1,0 +1,33 @@
+// skewbench verify DIR: exit 0 when DIR is whole, unaltered evidence of a run
+// or a sweep; 1 when it is not (each problem on its own line); 2 when DIR is
+// not a folder.
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "common/errors.hpp"
+#include "evidence/verify.hpp"
+
+namespace skewbench::cli {
+
+int verify_evidence(const VerifyArgs& args) {
+  evidence::Verification result;
+  try {
+    result = evidence::verify_folder(args.dir);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "skewbench: cannot verify: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+  for (const auto& p : result.problems) std::cout << "skewbench: " << args.dir << "/" << p << "\n";
+  const auto what = result.contents ? "a " + *result.contents : std::string("evidence");
+  if (!result.valid()) {
+    std::cout << "not valid: " << args.dir << " (" << what << "): " << result.problems.size() << " problem"
+              << (result.problems.size() == 1 ? "" : "s") << "\n";
+    return exit_code::kExpectationFailed;
+  }
+  std::cout << "valid: " << args.dir << " is " << what << ", " << result.files << " files match the manifest, digest "
+            << result.digest << "\n";
+  return exit_code::kPass;
+}
+
+}  // namespace skewbench::cli

@@ -1,0 +1,196 @@
+#include "evidence/verify.hpp"
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "common/digest.hpp"
+#include "common/files.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/manifest.hpp"
+#include "evidence/out_folder.hpp"
+#include "evidence/schema_check.hpp"
+#include "sweep/cells.hpp"
+
+namespace skewbench::evidence {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+class Checker {
+ public:
+  explicit Checker(const fs::path& dir) : dir_(dir) {}
+
+  void problem(const std::string& file, const std::string& what) { result_.problems.push_back(file + ": " + what); }
+
+  // Parses a file and checks it against a schema; nullopt when either fails.
+  std::optional<json> document(const std::string& file, const std::string& schema) {
+    json doc;
+    try {
+      doc = json::parse(read_file(dir_ / file));
+    } catch (const std::exception& e) {
+      problem(file, std::string("not JSON: ") + e.what());
+      return std::nullopt;
+    }
+    const auto problems = schema_problems(schema, doc);
+    for (const auto& p : problems) problem(file, p + " (schemas/" + schema + ".schema.json)");
+    if (!problems.empty()) return std::nullopt;
+    return doc;
+  }
+
+  bool check_manifest();
+  void check_run();
+  void check_sweep();
+  FolderKind kind() const { return manifest_.kind; }
+  Verification take() { return std::move(result_); }
+
+ private:
+  fs::path dir_;
+  Manifest manifest_;
+  Verification result_;
+};
+
+bool Checker::check_manifest() {
+  const auto doc = document(kManifestFile, "manifest");
+  if (!doc) return false;
+  try {
+    manifest_ = *read_manifest(dir_);
+  } catch (const ManifestError& e) {
+    problem(kManifestFile, e.what());
+    return false;
+  }
+  result_.contents = to_string(manifest_.kind);
+  result_.files = manifest_.files.size();
+  for (const auto& f : manifest_.files) {
+    std::error_code ec;
+    const auto path = dir_ / f.path;
+    if (!fs::is_regular_file(path, ec)) {
+      problem(f.path, "listed in the manifest but missing");
+    } else if (fs::file_size(path, ec) != f.bytes) {
+      problem(f.path, "has " + std::to_string(fs::file_size(path, ec)) + " bytes, the manifest says " +
+                          std::to_string(f.bytes) + ": the file changed after skewbench wrote it");
+    } else if (file_sha256(path) != f.sha256) {
+      problem(f.path, "SHA-256 differs from the manifest's: the file changed after skewbench wrote it");
+    }
+  }
+  for (const auto& f : evidence_files_under(dir_)) {
+    if (f != kManifestFile && !manifest_.lists(f)) problem(f, "not listed in the manifest");
+  }
+  return true;
+}
+
+void Checker::check_run() {
+  const auto summary = document("summary.json", "summary");
+  std::map<std::string, std::string> digest_by_id;  // from the scenario files
+  for (const auto& f : manifest_.files) {
+    if (f.path.rfind("scenarios/", 0) != 0) continue;
+    const auto evidence = document(f.path, "scenario-evidence");
+    if (!evidence) continue;
+    const auto recomputed = json_digest(scenario_core_of_evidence(*evidence));
+    if (recomputed != (*evidence)["core_digest"]) {
+      problem(f.path,
+              "core_digest " + (*evidence)["core_digest"].dump() + " differs from the recomputed " + recomputed);
+    }
+    digest_by_id[(*evidence)["scenario_id"].get<std::string>()] = recomputed;
+  }
+  if (manifest_.lists("result.json")) {
+    if (!json::accept(read_file(dir_ / "result.json"))) problem("result.json", "not JSON");
+  }
+  if (!summary) return;
+  json core_rows = json::array();
+  for (std::size_t i = 0; i < (*summary)["scenarios"].size(); ++i) {
+    const auto& row = (*summary)["scenarios"][i];
+    const auto id = row["id"].get<std::string>();
+    const auto at = "$.scenarios[" + std::to_string(i) + "]";
+    const auto it = digest_by_id.find(id);
+    if (it == digest_by_id.end()) {
+      problem("summary.json", at + ": no valid scenarios/" + id + ".json beside it");
+    } else if (row["core_digest"] != it->second) {
+      problem("summary.json", at + ".core_digest differs from scenarios/" + id + ".json's");
+    }
+    core_rows.push_back({{"id", id}, {"core_digest", row["core_digest"]}});
+    digest_by_id.erase(id);
+  }
+  for (const auto& [id, _] : digest_by_id) problem("scenarios/" + id + ".json", "has no row in summary.json");
+  result_.digest = json_digest(core_rows);
+  if ((*summary)["core_digest"] != result_.digest) {
+    problem("summary.json", "$.core_digest differs from the recomputed " + result_.digest);
+  }
+}
+
+void Checker::check_sweep() {
+  const auto summary = document("sweep.json", "sweep");
+  std::ifstream in(dir_ / "cells.jsonl");
+  if (!in) {
+    problem("cells.jsonl", "cannot be read");
+    return;
+  }
+  Sha256 digest;
+  sweep::VerdictTally tally;
+  std::uint64_t lines = 0;
+  std::int64_t last_cell = -1;
+  std::size_t line_problems = 0;
+  auto line_problem = [&](std::uint64_t number, const std::string& what) {
+    if (++line_problems <= 20) problem("cells.jsonl:" + std::to_string(number), what);
+  };
+  std::string line;
+  while (std::getline(in, line)) {
+    ++lines;
+    json record;
+    try {
+      record = json::parse(line);
+    } catch (const std::exception& e) {
+      line_problem(lines, std::string("not JSON: ") + e.what());
+      continue;
+    }
+    const auto problems = schema_problems("cell", record);
+    for (const auto& p : problems) line_problem(lines, p + " (schemas/cell.schema.json)");
+    if (!problems.empty()) continue;
+    const auto cell = record["cell"].get<std::int64_t>();
+    if (cell <= last_cell) line_problem(lines, "cell " + std::to_string(cell) + " is out of order");
+    last_cell = cell;
+    digest.update(sweep::cell_core_line(record));
+    digest.update("\n");
+    tally.add(record);
+  }
+  if (line_problems > 20) problem("cells.jsonl", std::to_string(line_problems - 20) + " more problems not shown");
+  result_.digest = digest.hex_digest();
+  if (!summary) return;
+  const auto& s = *summary;
+  auto mismatch = [&](const std::string& field, const json& stated, const json& counted) {
+    if (stated != counted) {
+      problem("sweep.json", "$." + field + " is " + stated.dump() + ", cells.jsonl gives " + counted.dump());
+    }
+  };
+  mismatch("cells_done", s["cells_done"], lines);
+  mismatch("cells_core_digest", s["cells_core_digest"], result_.digest);
+  mismatch("per_policy", s["per_policy"], tally.to_json());
+  mismatch("errors", s["errors"], tally.count("ERROR"));
+  mismatch("complete", s["complete"], s["cells_done"] == s["cells_planned"]);
+  if (last_cell >= s["cells_total"].get<std::int64_t>()) {
+    problem("cells.jsonl", "cell " + std::to_string(last_cell) + " is beyond the grid's " + s["cells_total"].dump());
+  }
+}
+
+}  // namespace
+
+Verification verify_folder(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw std::invalid_argument(dir.string() + " is not a folder");
+  Checker checker(dir);
+  if (!fs::exists(dir / kManifestFile, ec)) {
+    checker.problem(kManifestFile, "missing: this folder holds no evidence skewbench finished writing");
+    return checker.take();
+  }
+  if (checker.check_manifest()) {
+    if (checker.kind() == FolderKind::kRun) {
+      checker.check_run();
+    } else {
+      checker.check_sweep();
+    }
+  }
+  return checker.take();
+}
+
+}  // namespace skewbench::evidence

@@ -1,0 +1,26 @@
+#pragma once
+
+// skewbench verify: is a folder the whole, unaltered evidence skewbench wrote?
+// Checks the manifest (every listed file present with its size and SHA-256,
+// nothing else beside them), every JSON file against its schema, and
+// recomputes every digest and count the files state.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace skewbench::evidence {
+
+struct Verification {
+  std::optional<std::string> contents;  // "run" or "sweep", when the manifest says
+  std::size_t files = 0;                // files the manifest lists
+  std::vector<std::string> problems;    // each names the file (and JSON path or line)
+  std::string digest;                   // the run's core digest or the sweep's cells core digest
+  bool valid() const { return problems.empty(); }
+};
+
+// Throws std::invalid_argument when dir is not a folder.
+Verification verify_folder(const std::filesystem::path& dir);
+
+}  // namespace skewbench::evidence
