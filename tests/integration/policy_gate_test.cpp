@@ -4,6 +4,7 @@
 // compare against a reference made the same way.
 
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include <catch2/catch_test_macros.hpp>
@@ -12,6 +13,7 @@
 #include "infra/postgres_cluster.hpp"
 #include "remote_effect/launcher.hpp"
 #include "support/cli.hpp"
+#include "sweep/cells.hpp"
 
 using namespace skewbench;
 using namespace skewbench::testing;
@@ -105,13 +107,25 @@ TEST_CASE("the policy gate's shard, merge, verify and compare pass on an unchang
 
   // A reference in which the CONFLICT cells were SAFE: the candidate's are new.
   fs::create_directories(dir.path() / "older");
-  fs::copy_file(reference / "sweep.json", dir.path() / "older" / "sweep.json");
   std::string lines = read_file(reference / "cells.jsonl");
   for (auto at = lines.find("\"verdict\":\"CONFLICT\""); at != std::string::npos;
        at = lines.find("\"verdict\":\"CONFLICT\"")) {
     lines.replace(at, 20, "\"verdict\":\"SAFE\"");
   }
   write_file_atomically(dir.path() / "older" / "cells.jsonl", lines);
+  // compare recomputes the digest and counts: the older sweep must be consistent.
+  Sha256 digest;
+  sweep::VerdictTally tally;
+  std::istringstream in(lines);
+  for (std::string line; std::getline(in, line);) {
+    const auto record = json::parse(line);
+    digest.update(sweep::cell_core_line(record) + "\n");
+    tally.add(record);
+  }
+  auto older = read_json(reference / "sweep.json");
+  older["cells_core_digest"] = digest.hex_digest();
+  older["per_policy"] = tally.to_json();
+  write_file_atomically(dir.path() / "older" / "sweep.json", older.dump(2));
   const auto regressed = gate({"compare", (dir.path() / "older").string(), candidate.string()});
   INFO(regressed.output);
   CHECK(regressed.exit_code == 1);
