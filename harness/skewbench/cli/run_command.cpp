@@ -13,6 +13,7 @@
 #include "evidence/console.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/out_folder.hpp"
+#include "evidence/published_result.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
 #include "runner/runner.hpp"
@@ -76,6 +77,7 @@ void print_run_outcome(const RunArgs& args, const std::vector<runner::ScenarioRe
   const bool colour = stdout_wants_colour();
   if (!args.services.quiet) std::cout << evidence::results_table(results, colour);
   std::cout << evidence::failures_summary(results, colour);
+  if (!report.published.is_null()) std::cout << evidence::published_checks_text(report.published);
   std::cout << evidence::outcome_line(results) << "\n";
   std::cout << "evidence: " << report.evidence_dir.string() << "  core digest: " << report.core_digest << "\n";
   for (const auto& w : report.warnings) std::cout << "warning: " << w << "\n";
@@ -262,7 +264,13 @@ int run_scenarios(const RunArgs& args) {
 
   const int code = run_exit_code(results);
   print_run_outcome(args, results,
-                    {.evidence_dir = out_dir, .core_digest = digest, .warnings = env.warnings, .exit_code = code});
+                    {.evidence_dir = out_dir,
+                     .core_digest = digest,
+                     .warnings = env.warnings,
+                     .exit_code = code,
+                     .published = evidence::run_reports_on(evidence::benchmark_018(), scenario_ptrs)
+                                      ? evidence::published_result(scenario_ptrs, results, env)
+                                      : nlohmann::json(nullptr)});
   return code;
 }
 

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common/text.hpp"
+#include "evidence/published_result.hpp"
 #include "runner/verdict.hpp"
 
 namespace skewbench::evidence {
@@ -137,6 +138,7 @@ json run_json(const std::vector<runner::ScenarioResult>& results, const RunRepor
           {"core_digest", report.core_digest},
           {"scenarios", scenarios},
           {"failures", failures},
+          {"published", published_summary(report.published)},
           {"warnings", report.warnings}};
 }
 

@@ -29,12 +29,15 @@ std::string failures_summary(const std::vector<runner::ScenarioResult>& results,
 // The closing line: how many scenarios went as expected.
 std::string outcome_line(const std::vector<runner::ScenarioResult>& results);
 
-// A run's outcome for machines (run --format json).
+// A run's outcome for machines (run --format json); `published` carries the
+// published checks' outcome, score and coverage (null when none was reported).
 struct RunReport {
   std::filesystem::path evidence_dir;
   std::string core_digest;
   std::vector<std::string> warnings;
   int exit_code = 0;
+  // result.json when the run reports on a published section, else null.
+  nlohmann::json published = nullptr;
 };
 nlohmann::json run_json(const std::vector<runner::ScenarioResult>& results, const RunReport& report);
 

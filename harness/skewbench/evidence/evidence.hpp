@@ -63,7 +63,8 @@ nlohmann::json scenario_core_of_evidence(const nlohmann::json& evidence);
 // One row of summary.json.
 nlohmann::json summary_row(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
 
-// result.json in the published #018 shape; computed from measured results only.
+// result.json in the published #018 shape, computed from measured results only
+// (the #018 table of evidence/published_result.hpp).
 nlohmann::json published_result(const std::vector<const scenario::Scenario*>& scenarios,
                                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
 

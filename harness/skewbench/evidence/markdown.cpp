@@ -5,6 +5,7 @@
 #include <skewbench/build_info.hpp>
 
 #include "common/text.hpp"
+#include "evidence/published_result.hpp"
 
 namespace skewbench::evidence {
 
@@ -42,7 +43,12 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
                             const json& published, const RunEnvironment& env) {
   std::ostringstream md;
   md << "# skewbench run " << env.run_id << "\n\n";
-  md << "Schema " << kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**.\n\n";
+  const bool reports_published = run_reports_on(benchmark_018(), scenarios);
+  md << "Schema " << kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**";
+  if (reports_published) {
+    md << "; published checks **" << published["outcome"].get<std::string>() << "** (" << score_line(published) << ")";
+  }
+  md << ".\n\n";
   md << "| scenario | policy | temporal state | decision | POSTs | effects | final status | verdict | pass |\n";
   md << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
@@ -53,16 +59,7 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
        << cell(row_final.value("status", json(nullptr))) << " | " << r.verdict << " | " << (r.pass ? "yes" : "**no**")
        << " |\n";
   }
-  bool any_section = false;
-  for (const auto* s : scenarios) any_section = any_section || s->report_as.has_value();
-  if (any_section) {
-    md << "\n## Published #018 checks\n\n| check | passed | points |\n|---|---|---|\n";
-    for (const auto& c : published["checks"]) {
-      md << "| " << c["id"].get<std::string>() << " | " << (c["passed"].get<bool>() ? "yes" : "**no**") << " | "
-         << c["points"] << "/" << c["max_points"] << " |\n";
-    }
-    md << "\nScore: **" << published["score"] << "/" << published["max_score"] << "**\n";
-  }
+  if (reports_published) md << "\n" << published_checks_markdown(published);
   md << failures_markdown(results);
   md << "\n## Environment\n\n";
   md << "- harness: " << build_info::kVersion << " (" << build_info::kGitCommit << ", " << build_info::kBuildType

@@ -1,8 +1,10 @@
-// result.json: the published #018 result's shape, recomputed from what this
-// run measured. Each check reads counts and states from the timeline and the
-// closing measurement; none reads a scenario's expectations.
+// The engine that turns a published benchmark's table (sections, blocks,
+// checks) into its result file. Nothing here knows a benchmark's numbers: the
+// tables and their functions (published_018.cpp) read them from the run.
 
-#include <map>
+#include "evidence/published_result.hpp"
+
+#include <sstream>
 
 #include "common/digest.hpp"
 #include "evidence/evidence.hpp"
@@ -11,281 +13,262 @@ namespace skewbench::evidence {
 namespace {
 
 using nlohmann::json;
-using runner::ScenarioResult;
-using scenario::Scenario;
 
-struct Section {
-  const Scenario* scenario = nullptr;
-  const ScenarioResult* result = nullptr;
-  bool usable() const { return scenario && result && !result->error && result->final_measurement.is_object(); }
-};
+inline constexpr const char* kPassed = "passed";
+inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kNotRun = "not_run";
+inline constexpr const char* kError = "error";
 
-const json* first_recover(const ScenarioResult& r) {
-  for (const auto& rec : r.timeline) {
-    if (rec["kind"] == "recover" && rec.contains("observed")) return &rec["observed"];
+SectionRuns collect_sections(const PublishedBenchmark& benchmark,
+                             const std::vector<const scenario::Scenario*>& scenarios,
+                             const std::vector<runner::ScenarioResult>& results) {
+  SectionRuns runs;
+  for (const auto& section : benchmark.sections) runs[section.name] = {};
+  for (std::size_t i = 0; i < scenarios.size() && i < results.size(); ++i) {
+    const auto& report_as = scenarios[i]->report_as;
+    if (report_as && runs.contains(*report_as)) runs[*report_as] = {scenarios[i], &results[i]};
   }
-  return nullptr;
+  return runs;
 }
 
-// Observations made before recovery: the nodes' disagreement about one record.
-json observations_before_recovery(const ScenarioResult& r) {
-  json out = json::array();
-  for (const auto& rec : r.timeline) {
-    if (rec["kind"] == "recover") break;
-    if (rec["kind"] != "observe" || !rec.contains("observed")) continue;
-    const auto& o = rec["observed"];
-    out.push_back({{"node", rec["node"]},
-                   {"logical_time", o["logical_time_s"]},
-                   {"active_idempotency_records", o["active_idempotency_records"]},
-                   {"effect_count", o["effect_count"]},
-                   {"temporal_state", o["temporal_state"]}});
-  }
-  return out;
-}
-
-// The idempotency keys every POST of the scenario carried.
-std::vector<std::string> post_keys(const ScenarioResult& r) {
-  std::vector<std::string> keys;
-  for (const auto& rec : r.timeline) {
-    if (!rec.contains("exchanges")) continue;
-    for (const auto& ex : rec["exchanges"]) {
-      if (ex["request"]["method"] == "POST") keys.push_back(ex["request"]["headers"].value("Idempotency-Key", ""));
-    }
-  }
-  return keys;
-}
-
-bool same_key_throughout(const ScenarioResult& r) {
-  const auto keys = post_keys(r);
-  if (keys.size() < 2) return false;
-  for (const auto& k : keys) {
-    if (k != keys.front()) return false;
-  }
-  return true;
-}
-
-// Two observations of the same record (one effect) that disagree: one node
-// sees it active, another sees it expired.
-bool observations_disagree(const json& observations) {
-  bool active = false;
-  bool expired = false;
-  for (const auto& o : observations) {
-    if (o["effect_count"] != 1) return false;
-    if (o["active_idempotency_records"] == 1 && o["temporal_state"] == "ACTIVE") active = true;
-    if (o["active_idempotency_records"] == 0 && o["temporal_state"] == "EXPIRED") expired = true;
-  }
-  return active && expired;
-}
-
-json section_json(const Section& s) {
-  if (!s.scenario || !s.result) return {{"ran", false}};
-  const auto& r = *s.result;
+// Our own description of a section's run; the benchmark's published fields are
+// laid over it, so where a name is shared the published meaning holds.
+json section_json(const PublishedSection& section, const SectionRun& run) {
+  if (!run.ran()) return {{"ran", false}};
+  const auto& r = *run.result;
   json out = {{"ran", true},
-              {"scenario_id", s.scenario->id},
+              {"scenario_id", run.scenario->id},
               {"policy", r.policy},
-              {"policy_parameters", s.scenario->policy->parameters()},
-              {"t0", s.scenario->t0_s},
-              {"ttl_seconds", s.scenario->ttl_s},
+              {"policy_parameters", run.scenario->policy->parameters()},
+              {"t0", run.scenario->t0_s},
+              {"ttl_seconds", run.scenario->ttl_s},
               {"verdict", r.verdict},
-              {"error", r.error ? json(*r.error) : json(nullptr)}};
-  out["observations"] = observations_before_recovery(r);
-  if (const auto* rec = first_recover(r)) {
-    out["expires_at"] = (*rec)["expires_at_s"];
-    out["recovery"] = *rec;
-    out["temporal_state"] = (*rec)["temporal_state"];
-    out["decision"] = (*rec)["decision"];
-    out["second_post_delivery"] = (*rec)["delivery"];
-    if (!(*rec)["interval_lower_s"].is_null()) {
-      out["uncertainty_interval"] = {(*rec)["interval_lower_s"], (*rec)["interval_upper_s"]};
-    }
+              {"error", r.error ? json(*r.error) : json(nullptr)},
+              {"observations", run.observations_before_recovery()}};
+  if (const auto* recovery = run.recovery()) {
+    out["recovery"] = *recovery;
+    out["temporal_state"] = (*recovery)["temporal_state"];
+    out["decision"] = (*recovery)["decision"];
   }
   if (r.final_measurement.is_object()) {
     const auto& f = r.final_measurement;
-    out["post_requests"] = f["post_requests"];
-    out["effect_count"] = f["effect_count"];
-    out["ack_drops"] = f["ack_drops"];
-    out["final_status"] = f["status"];
-    out["outbox_status"] = f["outbox_status"];
+    for (const char* field : {"post_requests", "effect_count", "ack_drops", "outbox_status"}) {
+      out[field] = f.value(field, json(nullptr));
+    }
+    out["final_status"] = f.value("status", json(nullptr));
+  }
+  const auto published = section.fields(run);
+  for (const auto& [name, value] : published.items()) out[name] = value;
+  return out;
+}
+
+json check_json(const PublishedCheck& check, const SectionRuns& runs, int points) {
+  json not_run = json::array();
+  json errored = json::array();
+  for (const char* name : check.sections) {
+    const auto& run = runs.at(name);
+    if (!run.ran()) {
+      not_run.push_back(name);
+    } else if (run.errored()) {
+      errored.push_back(name);
+    }
+  }
+  json out = {{"id", check.id}, {"sections", check.sections}, {"max_points", points}};
+  if (!not_run.empty() || !errored.empty()) {
+    // Not evaluated: neither a pass nor a failure.
+    out["status"] = not_run.empty() ? kError : kNotRun;
+    out["passed"] = nullptr;
+    out["points"] = nullptr;
+    out["evidence"] = {{"sections_not_run", not_run}, {"sections_in_error", errored}};
+    return out;
+  }
+  auto outcome = check.evaluate(runs);
+  out["status"] = outcome.passed ? kPassed : kFailed;
+  out["passed"] = outcome.passed;
+  out["points"] = outcome.passed ? points : 0;
+  out["evidence"] = std::move(outcome.evidence);
+  return out;
+}
+
+// How much of the published score this run could decide.
+json score_coverage(const json& checks) {
+  json by_status = {
+      {kPassed, json::array()}, {kFailed, json::array()}, {kNotRun, json::array()}, {kError, json::array()}};
+  int points_that_ran = 0;
+  int points_not_run = 0;
+  int points_in_error = 0;
+  for (const auto& c : checks) {
+    const auto status = c["status"].get<std::string>();
+    by_status[status].push_back(c["id"]);
+    const int max_points = c["max_points"].get<int>();
+    if (status == kNotRun) {
+      points_not_run += max_points;
+    } else if (status == kError) {
+      points_in_error += max_points;
+    } else {
+      points_that_ran += max_points;
+    }
+  }
+  return {{"complete", points_not_run == 0 && points_in_error == 0},
+          {"checks", by_status},
+          {"points_that_ran", points_that_ran},
+          {"points_not_run", points_not_run},
+          {"points_in_error", points_in_error}};
+}
+
+// Unknown never reads as a pass: an ERROR, then a failure, then a check that
+// did not run decide the outcome before a pass can.
+std::string outcome_of(const json& coverage) {
+  const auto& checks = coverage["checks"];
+  if (!checks[kError].empty()) return "error";
+  if (!checks[kFailed].empty()) return "fail";
+  if (!checks[kNotRun].empty()) return "incomplete";
+  return "pass";
+}
+
+// The database as the published result names it: `server_version` is the
+// server's own major.minor (e.g. "17.6"), the full banner stays beside it.
+json database_json(const json& postgresql) {
+  json out = postgresql;
+  const auto num = postgresql.value("server_version_num", 0);
+  if (num > 0) {
+    out["server_version_full"] = postgresql.value("server_version", json(nullptr));
+    out["server_version"] = std::to_string(num / 10000) + "." + std::to_string(num % 100);
   }
   return out;
 }
 
-json relative(const json& value, std::int64_t t0) {
-  return value.is_number_integer() ? json(value.get<std::int64_t>() - t0) : json(nullptr);
-}
-
-json clock_model(const std::map<std::string, Section>& sections) {
-  json model = {{"unit", "logical seconds; *_relative_s values are relative to the section's t0"},
-                {"sections", json::object()}};
-  for (const auto& [name, s] : sections) {
-    if (!s.scenario) continue;
-    json m = {{"t0", s.scenario->t0_s}, {"ttl_seconds", s.scenario->ttl_s}};
-    json offsets = json::object();
-    for (const auto& n : s.scenario->nodes) offsets[n.node_id] = n.offset_s;
-    m["node_clock_offsets_s"] = offsets;
-    if (s.result) {
-      json readings = json::object();
-      for (const auto& o : observations_before_recovery(*s.result)) {
-        readings[o["node"].get<std::string>()] = relative(o["logical_time"], s.scenario->t0_s);
-      }
-      m["observed_readings_relative_s"] = readings;
-      if (const auto* rec = first_recover(*s.result)) {
-        m["expires_at_relative_s"] = relative((*rec)["expires_at_s"], s.scenario->t0_s);
-        m["decision_time_basis"] = (*rec)["time_basis"];
-        m["decision_reading_relative_s"] = relative((*rec)["reading_s"], s.scenario->t0_s);
-        if (!(*rec)["interval_lower_s"].is_null()) {
-          m["uncertainty_interval_relative_s"] = {relative((*rec)["interval_lower_s"], s.scenario->t0_s),
-                                                  relative((*rec)["interval_upper_s"], s.scenario->t0_s)};
-        }
-      }
-    }
-    m["policy"] = s.scenario->policy->name();
-    m["policy_parameters"] = s.scenario->policy->parameters();
-    model["sections"][name] = m;
+json result_core(const PublishedBenchmark& benchmark, const json& out) {
+  json core = {{"checks", out["checks"]}, {"score", out["score"]}};
+  for (const auto& block : benchmark.blocks) core[block.name] = out[block.name];
+  for (const auto& section : benchmark.sections) {
+    auto fields = out[section.name];
+    fields.erase("recovery");  // its raw record repeats what the section already holds
+    core[section.name] = fields;
   }
-  return model;
+  return core;
 }
 
-json check(const char* id, bool passed, json evidence) {
-  return {
-      {"id", id}, {"passed", passed}, {"points", passed ? 2 : 0}, {"max_points", 2}, {"evidence", std::move(evidence)}};
+std::string check_mark(const json& c) {
+  const auto status = c["status"].get<std::string>();
+  if (status == kPassed) return "yes";
+  if (status == kFailed) return "no";
+  if (status == kNotRun) return "not run";
+  return "ERROR";
 }
 
-json missing(const char* id, const char* section) {
-  return check(id, false, {{"reason", std::string("section ") + section + " did not run or ended in ERROR"}});
+// Why a check was not evaluated, e.g. "not in this run: safe_clock_authority".
+std::string not_evaluated_reason(const json& c) {
+  const std::pair<const char*, const char*> kinds[] = {{"sections_not_run", "not in this run: "},
+                                                       {"sections_in_error", "in ERROR: "}};
+  std::string reason;
+  for (const auto& [key, label] : kinds) {
+    const auto names = c["evidence"].value(key, json::array());
+    if (names.empty()) continue;
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n.get<std::string>();
+    reason += (reason.empty() ? "" : "; ") + std::string(label) + list;
+  }
+  return reason;
+}
+
+std::string points_cell(const json& c) {
+  const auto max_points = std::to_string(c["max_points"].get<int>());
+  return (c["points"].is_null() ? std::string("-") : std::to_string(c["points"].get<int>())) + "/" + max_points;
+}
+
+std::string incomplete_note(const json& published) {
+  const auto& checks = published["score_coverage"]["checks"];
+  const auto total = published["checks"].size();
+  std::ostringstream out;
+  out << "incomplete: " << (checks[kNotRun].size() + checks[kError].size()) << " of " << total
+      << " published checks were not evaluated";
+  return out.str();
 }
 
 }  // namespace
 
-json published_result(const std::vector<const Scenario*>& scenarios, const std::vector<ScenarioResult>& results,
-                      const RunEnvironment& env) {
-  std::map<std::string, Section> sections;
-  for (const char* name : scenario::kReportSections) sections[name] = {};
-  for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    if (scenarios[i]->report_as) sections[*scenarios[i]->report_as] = {scenarios[i], &results[i]};
-  }
-  const Section unsafe = sections["unsafe_node_clock"];
-  const Section authority = sections["safe_clock_authority"];
-  const Section guard = sections["safe_skew_guard"];
-
+json published_result(const PublishedBenchmark& benchmark, const std::vector<const scenario::Scenario*>& scenarios,
+                      const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env) {
+  const auto runs = collect_sections(benchmark, scenarios, results);
   json checks = json::array();
-
-  if (unsafe.usable()) {
-    const auto obs = observations_before_recovery(*unsafe.result);
-    checks.push_back(check("same_record_yields_active_and_expired_under_clock_disagreement", observations_disagree(obs),
-                           {{"section", "unsafe_node_clock"}, {"observations", obs}}));
-  } else {
-    checks.push_back(missing("same_record_yields_active_and_expired_under_clock_disagreement", "unsafe_node_clock"));
-  }
-
-  if (unsafe.usable() && first_recover(*unsafe.result)) {
-    const auto& rec = *first_recover(*unsafe.result);
-    const auto& f = unsafe.result->final_measurement;
-    const bool same_key = same_key_throughout(*unsafe.result);
-    const bool passed = rec["temporal_state"] == "EXPIRED" && rec["replayed"] == true && rec["delivery"] == "applied" &&
-                        same_key && f["post_requests"] == 2 && f["effect_count"] == 2 && f["status"] == "conflict";
-    checks.push_back(check("caller_local_clock_expiry_allows_same_key_duplicate", passed,
-                           {{"temporal_state", rec["temporal_state"]},
-                            {"second_post_delivery", rec["delivery"]},
-                            {"same_idempotency_key", same_key},
-                            {"post_requests", f["post_requests"]},
-                            {"effect_count", f["effect_count"]},
-                            {"status", f["status"]}}));
-  } else {
-    checks.push_back(missing("caller_local_clock_expiry_allows_same_key_duplicate", "unsafe_node_clock"));
-  }
-
-  if (authority.usable() && first_recover(*authority.result)) {
-    const auto& rec = *first_recover(*authority.result);
-    const auto& f = authority.result->final_measurement;
-    const auto obs = observations_before_recovery(*authority.result);
-    const bool disagree = observations_disagree(obs);
-    const bool same_key = same_key_throughout(*authority.result);
-    const bool passed = disagree && rec["temporal_state"] == "ACTIVE" && rec["time_basis"].is_string() &&
-                        rec["time_basis"].get<std::string>().rfind("authority:", 0) == 0 &&
-                        rec["delivery"] == "deduplicated" && same_key && f["post_requests"] == 2 &&
-                        f["effect_count"] == 1 && f["status"] == "committed";
-    checks.push_back(check("declared_clock_authority_deduplicates_despite_local_disagreement", passed,
-                           {{"local_disagreement", disagree},
-                            {"time_basis", rec["time_basis"]},
-                            {"decision_time", rec["decision_time_s"]},
-                            {"temporal_state", rec["temporal_state"]},
-                            {"second_post_delivery", rec["delivery"]},
-                            {"post_requests", f["post_requests"]},
-                            {"effect_count", f["effect_count"]},
-                            {"status", f["status"]}}));
-  } else {
-    checks.push_back(
-        missing("declared_clock_authority_deduplicates_despite_local_disagreement", "safe_clock_authority"));
-  }
-
-  if (guard.usable() && first_recover(*guard.result)) {
-    const auto& rec = *first_recover(*guard.result);
-    const auto& f = guard.result->final_measurement;
-    bool straddles = false;
-    if (rec["interval_lower_s"].is_number_integer() && rec["expires_at_s"].is_number_integer()) {
-      const auto lower = rec["interval_lower_s"].get<std::int64_t>();
-      const auto upper = rec["interval_upper_s"].get<std::int64_t>();
-      const auto expiry = rec["expires_at_s"].get<std::int64_t>();
-      straddles = lower < expiry && expiry <= upper;
-    }
-    const bool passed = straddles && rec["temporal_state"] == "TIME_UNKNOWN" &&
-                        rec["reconciled_status"] == "committed" && rec["replayed"] == false &&
-                        f["post_requests"] == 1 && f["effect_count"] == 1 && f["outbox_status"] == "delivered";
-    checks.push_back(check("skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles", passed,
-                           {{"interval", {rec["interval_lower_s"], rec["interval_upper_s"]}},
-                            {"expires_at", rec["expires_at_s"]},
-                            {"temporal_state", rec["temporal_state"]},
-                            {"reconciled_status", rec["reconciled_status"]},
-                            {"replayed", rec["replayed"]},
-                            {"post_requests", f["post_requests"]},
-                            {"effect_count", f["effect_count"]},
-                            {"outbox_status", f["outbox_status"]}}));
-  } else {
-    checks.push_back(missing("skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles", "safe_skew_guard"));
-  }
-
-  // The invariant: under the same clock disagreement, node-local expiry
-  // duplicated the effect while both declared time policies kept exactly one.
-  if (unsafe.usable() && authority.usable() && guard.usable()) {
-    const auto e_unsafe = unsafe.result->final_measurement["effect_count"];
-    const auto e_authority = authority.result->final_measurement["effect_count"];
-    const auto e_guard = guard.result->final_measurement["effect_count"];
-    const bool passed = e_unsafe == 2 && e_authority == 1 && e_guard == 1;
-    checks.push_back(check("ttp_clock_authority_invariant_proved", passed,
-                           {{"unsafe_effect_count", e_unsafe},
-                            {"declared_authority_effect_count", e_authority},
-                            {"uncertainty_effect_count", e_guard}}));
-  } else {
-    checks.push_back(missing("ttp_clock_authority_invariant_proved", "all three"));
-  }
-
   int score = 0;
-  for (const auto& c : checks) score += c["points"].get<int>();
-
+  for (const auto& check : benchmark.checks) {
+    checks.push_back(check_json(check, runs, benchmark.points_per_check));
+    if (checks.back()["points"].is_number()) score += checks.back()["points"].get<int>();
+  }
   json out = {{"schema_version", kSchemaVersion},
               {"kind", "published_result"},
-              {"benchmark", "018-clock-skew-expiry-disagreement"},
+              {"benchmark", benchmark.id},
               {"harness", harness_json()},
               {"run_id", env.run_id},
-              {"clock_model", clock_model(sections)},
-              {"unsafe_node_clock", section_json(unsafe)},
-              {"safe_clock_authority", section_json(authority)},
-              {"safe_skew_guard", section_json(guard)},
-              {"database", env.postgresql},
+              {"database", database_json(env.postgresql)},
               {"http_service", env.remote_effect},
               {"checks", checks},
               {"score", score},
-              {"max_score", 10},
+              {"max_score", benchmark.points_per_check * static_cast<int>(benchmark.checks.size())},
               {"warnings", env.warnings}};
-  json core = {{"clock_model", out["clock_model"]}, {"checks", checks}, {"score", score}};
-  for (const char* name : scenario::kReportSections) {
-    auto section = out[name];
-    if (section.contains("recovery")) section.erase("recovery");
-    core[name] = section;
-  }
-  out["core_digest"] = json_digest(core);
+  for (const auto& block : benchmark.blocks) out[block.name] = block.build(runs);
+  for (const auto& section : benchmark.sections) out[section.name] = section_json(section, runs.at(section.name));
+  out["score_coverage"] = score_coverage(checks);
+  out["outcome"] = outcome_of(out["score_coverage"]);
+  out["core_digest"] = json_digest(result_core(benchmark, out));
   return out;
+}
+
+bool run_reports_on(const PublishedBenchmark& benchmark, const std::vector<const scenario::Scenario*>& scenarios) {
+  for (const auto* s : scenarios) {
+    for (const auto& section : benchmark.sections) {
+      if (s->report_as && *s->report_as == section.name) return true;
+    }
+  }
+  return false;
+}
+
+std::string score_line(const json& published) {
+  const auto& coverage = published["score_coverage"];
+  const auto score = std::to_string(published["score"].get<int>());
+  if (coverage["complete"].get<bool>()) return score + "/" + std::to_string(published["max_score"].get<int>());
+  std::string line = score + " of " + std::to_string(coverage["points_that_ran"].get<int>()) + " points that ran";
+  if (const int n = coverage["points_not_run"].get<int>(); n > 0) line += "; " + std::to_string(n) + " not run";
+  if (const int n = coverage["points_in_error"].get<int>(); n > 0) line += "; " + std::to_string(n) + " in ERROR";
+  return line;
+}
+
+json published_summary(const json& published) {
+  if (published.is_null()) return nullptr;
+  return {{"benchmark", published["benchmark"]}, {"outcome", published["outcome"]},
+          {"score", published["score"]},         {"max_score", published["max_score"]},
+          {"score_line", score_line(published)}, {"score_coverage", published["score_coverage"]}};
+}
+
+std::string published_checks_markdown(const json& published) {
+  std::ostringstream md;
+  md << "## Published checks (" << published["benchmark"].get<std::string>() << ")\n\n";
+  md << "| check | passed | points |\n|---|---|---|\n";
+  for (const auto& c : published["checks"]) {
+    const auto mark = check_mark(c);
+    const auto reason = not_evaluated_reason(c);
+    md << "| " << c["id"].get<std::string>() << " | " << (mark == "no" ? "**no**" : mark)
+       << (reason.empty() ? "" : " (" + reason + ")") << " | " << points_cell(c) << " |\n";
+  }
+  md << "\nScore: **" << score_line(published) << "**";
+  if (!published["score_coverage"]["complete"].get<bool>()) md << " (" << incomplete_note(published) << ")";
+  md << "\n";
+  return md.str();
+}
+
+std::string published_checks_text(const json& published) {
+  std::ostringstream out;
+  out << "published checks (" << published["benchmark"].get<std::string>() << "): score " << score_line(published);
+  if (!published["score_coverage"]["complete"].get<bool>()) out << " (" << incomplete_note(published) << ")";
+  out << "\n";
+  for (const auto& c : published["checks"]) {
+    const auto reason = not_evaluated_reason(c);
+    out << "  " << check_mark(c) << std::string(9 - std::min<std::size_t>(8, check_mark(c).size()), ' ')
+        << c["id"].get<std::string>() << (reason.empty() ? "" : " (" + reason + ")") << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace skewbench::evidence

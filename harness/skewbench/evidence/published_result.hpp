@@ -1,0 +1,117 @@
+#pragma once
+
+// A published benchmark's result file, recomputed from what a run measured.
+// A benchmark is data: its sections (each filled by the scenario whose
+// `report_as` names it), its run-level blocks (e.g. #018's `clock_model`), and
+// a table of checks, each one function reading measured values only. The
+// engine here turns such a table into the result file: each check passed,
+// failed, did not run (a section it reads was not in the run) or is in error
+// (a section it reads ended in ERROR), and the score says whether it is
+// complete. Adding a benchmark of the series is one more table plus one
+// function per section and per check.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/runner.hpp"
+#include "scenario/scenario.hpp"
+
+namespace skewbench::evidence {
+
+struct RunEnvironment;
+
+// One published section as this run filled it: the scenario reported as that
+// section and its result, or nothing when no scenario of the run stands for it.
+struct SectionRun {
+  const scenario::Scenario* scenario = nullptr;
+  const runner::ScenarioResult* result = nullptr;
+
+  bool ran() const { return scenario != nullptr && result != nullptr; }
+  bool errored() const;  // ran, but ended in ERROR or without a closing measurement
+  // The first recover step's observation; null when no recover step ran.
+  const nlohmann::json* recovery() const;
+  // The recover step's timeline record (its node and at_s); null when none.
+  const nlohmann::json* recovery_step() const;
+  // observe steps before the first recovery: node, logical time, what the
+  // remote reported and how the node classified the record.
+  nlohmann::json observations_before_recovery() const;
+  // The last observation `node_id` made before the first recovery; null when none.
+  const nlohmann::json* observation_by(const std::string& node_id) const;
+  // The scenario's n-th declared node (nodes[0] is node A, nodes[1] node B).
+  std::optional<std::string> node_id(std::size_t index) const;
+  // The node's clock reading at the first recovery's moment: what it observed
+  // then, or else its clock (offset and any set_clock_offset before) read there.
+  nlohmann::json node_reading_at_recovery(std::size_t node_index) const;
+  // A logical time minus the scenario's T0 (null when `value` is not an integer).
+  nlohmann::json relative_to_t0(const nlohmann::json& value) const;
+  // The Idempotency-Key of every POST the scenario made, in order.
+  std::vector<std::string> post_keys() const;
+  const nlohmann::json& final_measurement() const { return result->final_measurement; }
+};
+
+using SectionRuns = std::map<std::string, SectionRun, std::less<>>;
+
+// What a check function decided from the measured values.
+struct CheckOutcome {
+  bool passed = false;
+  nlohmann::json evidence = nlohmann::json::object();
+};
+
+struct PublishedCheck {
+  const char* id;
+  std::vector<const char*> sections;  // the sections the check reads
+  // Called only when every section in `sections` ran without ERROR.
+  CheckOutcome (*evaluate)(const SectionRuns&);
+};
+
+// A section's published fields, computed from its run (called when it ran).
+struct PublishedSection {
+  const char* name;
+  nlohmann::json (*fields)(const SectionRun&);
+};
+
+// A run-level block of the result (e.g. `clock_model`), from all sections.
+struct PublishedBlock {
+  const char* name;
+  nlohmann::json (*build)(const SectionRuns&);
+};
+
+struct PublishedBenchmark {
+  const char* id;           // as the result file names it in `benchmark`
+  const char* result_file;  // the file's name inside --out
+  std::vector<PublishedSection> sections;
+  std::vector<PublishedBlock> blocks;
+  std::vector<PublishedCheck> checks;
+  int points_per_check = 2;
+};
+
+// #018 clock skew / expiry disagreement (published_018.cpp).
+const PublishedBenchmark& benchmark_018();
+
+// The result file of `benchmark` for this run, computed from measured results only.
+nlohmann::json published_result(const PublishedBenchmark& benchmark,
+                                const std::vector<const scenario::Scenario*>& scenarios,
+                                const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
+
+// Whether any scenario of the run stands for a section of `benchmark`.
+bool run_reports_on(const PublishedBenchmark& benchmark, const std::vector<const scenario::Scenario*>& scenarios);
+
+// "10/10" for a complete score; "2 of 2 points that ran; 8 not run" otherwise
+// (and how many points are in ERROR).
+std::string score_line(const nlohmann::json& published);
+
+// The published checks' outcome for machines (run --format json): benchmark,
+// outcome, score, max_score, score_line, score_coverage; null for null.
+nlohmann::json published_summary(const nlohmann::json& published);
+
+// The published checks as a Markdown section for RESULT.md.
+std::string published_checks_markdown(const nlohmann::json& published);
+
+// The published checks as plain text for the end of a run's console output.
+std::string published_checks_text(const nlohmann::json& published);
+
+}  // namespace skewbench::evidence

@@ -1,0 +1,99 @@
+// Reading one published section's run: its timeline, observations and
+// recovery, for the section and check functions of every benchmark.
+
+#include "evidence/published_result.hpp"
+
+namespace skewbench::evidence {
+
+using nlohmann::json;
+
+bool SectionRun::errored() const {
+  return ran() && (result->error.has_value() || !result->final_measurement.is_object());
+}
+
+const json* SectionRun::recovery_step() const {
+  if (!ran()) return nullptr;
+  for (const auto& record : result->timeline) {
+    if (record["kind"] == "recover" && record.contains("observed")) return &record;
+  }
+  return nullptr;
+}
+
+const json* SectionRun::recovery() const {
+  const auto* step = recovery_step();
+  return step ? &(*step)["observed"] : nullptr;
+}
+
+json SectionRun::observations_before_recovery() const {
+  json out = json::array();
+  if (!ran()) return out;
+  for (const auto& record : result->timeline) {
+    if (record["kind"] == "recover") break;
+    if (record["kind"] != "observe" || !record.contains("observed")) continue;
+    const auto& o = record["observed"];
+    out.push_back({{"node", record["node"]},
+                   {"logical_time", o["logical_time_s"]},
+                   {"active_idempotency_records", o["active_idempotency_records"]},
+                   {"effect_count", o["effect_count"]},
+                   {"temporal_state", o["temporal_state"]}});
+  }
+  return out;
+}
+
+const json* SectionRun::observation_by(const std::string& node_id) const {
+  if (!ran()) return nullptr;
+  const json* last = nullptr;
+  for (const auto& record : result->timeline) {
+    if (record["kind"] == "recover") break;
+    if (record["kind"] == "observe" && record["node"] == node_id && record.contains("observed")) {
+      last = &record["observed"];
+    }
+  }
+  return last;
+}
+
+std::optional<std::string> SectionRun::node_id(std::size_t index) const {
+  if (!scenario || index >= scenario->nodes.size()) return std::nullopt;
+  return scenario->nodes[index].node_id;
+}
+
+json SectionRun::node_reading_at_recovery(std::size_t node_index) const {
+  const auto node = node_id(node_index);
+  const auto* step = recovery_step();
+  if (!node || !step || !(*step)["at_s"].is_number_integer()) return nullptr;
+  const auto at_s = (*step)["at_s"].get<std::int64_t>();
+  // What the node itself read at that moment, when it observed then.
+  for (const auto& record : result->timeline) {
+    if (record["kind"] == "observe" && record["node"] == *node && record["at_s"] == at_s &&
+        record.contains("observed")) {
+      return record["observed"]["logical_time_s"];
+    }
+  }
+  // Otherwise its clock: the declared offset, as last set before that moment.
+  auto offset_s = scenario->nodes[node_index].offset_s;
+  for (const auto& record : result->timeline) {
+    if (record["kind"] == "set_clock_offset" && record["node"] == *node && record["at_s"] <= at_s) {
+      offset_s = record["parameters"]["offset_s"].get<std::int64_t>();
+    }
+  }
+  return scenario->t0_s + at_s + offset_s;
+}
+
+json SectionRun::relative_to_t0(const json& value) const {
+  if (!scenario || !value.is_number_integer()) return nullptr;
+  return value.get<std::int64_t>() - scenario->t0_s;
+}
+
+std::vector<std::string> SectionRun::post_keys() const {
+  std::vector<std::string> keys;
+  if (!ran()) return keys;
+  for (const auto& record : result->timeline) {
+    if (!record.contains("exchanges")) continue;
+    for (const auto& ex : record["exchanges"]) {
+      if (ex["request"]["method"] == "POST") keys.push_back(ex["request"]["headers"].value("Idempotency-Key", ""));
+    }
+  }
+  return keys;
+}
+
+}  // namespace skewbench::evidence
