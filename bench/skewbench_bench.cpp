@@ -114,6 +114,9 @@ class CountingRemote final : public infra::RemoteApi {
   json health() override {
     return timed(c_, t_, kHttpGet, [&] { return inner_.health(); });
   }
+  infra::HttpExchange gc(const std::string& op, std::int64_t t) override {
+    return timed(c_, t_, kHttpPost, [&] { return inner_.gc(op, t); });
+  }
 
  private:
   infra::RemoteApi& inner_;
@@ -124,8 +127,8 @@ class CountingRemote final : public infra::RemoteApi {
 class CountingOutbox final : public infra::OutboxApi {
  public:
   CountingOutbox(infra::OutboxApi& inner, Counts& counts, Times& times) : inner_(inner), c_(counts), t_(times) {}
-  void declare_operation(const std::string& op) override {
-    timed(c_, t_, kPgWrite, [&] { inner_.declare_operation(op); });
+  void declare_operation(const std::string& op, std::int64_t version) override {
+    timed(c_, t_, kPgWrite, [&] { inner_.declare_operation(op, version); });
   }
   void commit_operation(const std::string& op, const std::string& key, std::int64_t ttl) override {
     timed(c_, t_, kPgWrite, [&] { inner_.commit_operation(op, key, ttl); });

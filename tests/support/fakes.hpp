@@ -21,9 +21,19 @@ class FakeRemote final : public infra::RemoteApi {
   infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
     auto& op = operations_[r.operation_id];
-    ++op.post_requests;
     infra::HttpExchange ex;
     ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", {{"Idempotency-Key", r.idempotency_key}}}};
+    // A fenced-out POST writes and counts nothing, as in remote-effect.
+    if (r.expected_temporal_epoch && *r.expected_temporal_epoch != temporal_epoch) {
+      ex.http_status = 409;
+      ex.outcome = infra::TransportOutcome::FencedOut;
+      ex.response_body = {{"error", "temporal_epoch_mismatch"},
+                          {"delivery", "fenced_out"},
+                          {"expected_temporal_epoch", *r.expected_temporal_epoch},
+                          {"current_temporal_epoch", temporal_epoch}};
+      return ex;
+    }
+    ++op.post_requests;
     std::string delivery = "applied";
     const auto it = records_.find(r.idempotency_key);
     if (it != records_.end() && r.logical_time_s < it->second.second) {
@@ -54,6 +64,29 @@ class FakeRemote final : public infra::RemoteApi {
 
   nlohmann::json health() override { return {{"status", "ok"}, {"boot_id", "fake"}}; }
 
+  infra::HttpExchange gc(const std::string& operation_id, std::int64_t t) override {
+    if (fail_everything) throw InfrastructureError("fake remote is down");
+    std::int64_t removed = 0;
+    for (auto it = records_.begin(); it != records_.end();) {
+      const bool expired = it->second.first == operation_id && it->second.second <= t;
+      if (expired) ++removed;
+      it = expired ? records_.erase(it) : std::next(it);
+    }
+    const auto before = temporal_epoch;
+    if (removed > 0) ++temporal_epoch;
+    infra::HttpExchange ex;
+    ex.request = {{"method", "POST"}, {"path", "/maintenance/gc/" + operation_id}};
+    ex.http_status = 200;
+    ex.response_body = {{"operation_id", operation_id},
+                        {"logical_time", t},
+                        {"removed_records", removed},
+                        {"temporal_epoch_before", before},
+                        {"temporal_epoch_after", temporal_epoch}};
+    return ex;
+  }
+
+  std::int64_t temporal_epoch = 1;
+
  private:
   struct Operation {
     std::int64_t effects = 0, post_requests = 0, ack_drops = 0;
@@ -73,6 +106,7 @@ class FakeRemote final : public infra::RemoteApi {
             {"post_requests", op.post_requests},
             {"ack_drops", op.ack_drops},
             {"active_idempotency_records", active},
+            {"temporal_epoch", temporal_epoch},
             {"boot_id", "fake"}};
   }
 
@@ -82,7 +116,10 @@ class FakeRemote final : public infra::RemoteApi {
 
 class FakeOutbox final : public infra::OutboxApi {
  public:
-  void declare_operation(const std::string& id) override { rows_[id].business_state = "absent"; }
+  void declare_operation(const std::string& id, std::int64_t version) override {
+    rows_[id].business_state = "absent";
+    rows_[id].business_version = version;
+  }
   void commit_operation(const std::string& id, const std::string& key, std::int64_t ttl_s) override {
     auto& row = rows_.at(id);
     row.business_state = "committed";

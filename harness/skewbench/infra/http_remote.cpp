@@ -80,6 +80,10 @@ HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
       {"X-Logical-Time", std::to_string(r.logical_time_s)},
       {"X-Drop-Ack", r.drop_ack ? "1" : "0"},
   };
+  if (r.expected_temporal_epoch) {
+    headers.emplace("X-Require-Temporal-Fence", "1");
+    headers.emplace("X-Expected-Temporal-Epoch", std::to_string(*r.expected_temporal_epoch));
+  }
   HttpExchange ex;
   ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", headers_json(headers)}, {"body", r.body}};
   const auto start = Clock::now();
@@ -100,6 +104,9 @@ HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
   ex.response_body = parse_body(res->body, "POST /effects");
   if (res->status == 200) {
     ex.outcome = TransportOutcome::AckReceived;
+  } else if (res->status == 409 && ex.response_body.is_object() &&
+             ex.response_body.value("delivery", "") == "fenced_out") {
+    ex.outcome = TransportOutcome::FencedOut;
   } else if (res->status == 409 || res->status == 422) {
     ex.outcome = TransportOutcome::Rejected;
   } else {
@@ -122,6 +129,24 @@ HttpExchange HttpRemote::status(const std::string& operation_id, std::int64_t lo
   }
   ex.http_status = res->status;
   ex.response_body = parse_body(res->body, "GET /status");
+  return ex;
+}
+
+HttpExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logical_time_s) {
+  httplib::Headers headers = {{"X-Logical-Time", std::to_string(logical_time_s)}};
+  const std::string path = "/maintenance/gc/" + operation_id;
+  HttpExchange ex;
+  ex.request = {{"method", "POST"}, {"path", path}, {"headers", headers_json(headers)}};
+  const auto start = Clock::now();
+  auto res = client_->Post(path, headers, "{}", "application/json");
+  ex.duration_us = micros_since(start);
+  if (!res) throw InfrastructureError("POST " + base_url_ + path + " failed: " + httplib::to_string(res.error()));
+  if (res->status != 200) {
+    throw InfrastructureError("POST " + path + " answered " + std::to_string(res->status) + ": " + res->body);
+  }
+  ex.http_status = res->status;
+  ex.response_body = parse_body(res->body, "POST /maintenance/gc");
+  if (!ex.response_body.is_object()) throw InfrastructureError("POST /maintenance/gc answered a non-object");
   return ex;
 }
 

@@ -32,6 +32,7 @@ class HttpRemote final : public RemoteApi {
   HttpExchange post_effect(const PostEffectRequest& request) override;
   HttpExchange status(const std::string& operation_id, std::int64_t logical_time_s) override;
   nlohmann::json health() override;
+  HttpExchange gc(const std::string& operation_id, std::int64_t logical_time_s) override;
 
   const std::string& base_url() const { return base_url_; }
 

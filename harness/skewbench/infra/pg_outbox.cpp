@@ -66,6 +66,8 @@ const char* to_string(TransportOutcome outcome) {
       return "ACK_UNKNOWN";
     case TransportOutcome::Rejected:
       return "REJECTED";
+    case TransportOutcome::FencedOut:
+      return "FENCED_OUT";
   }
   return "INVALID";
 }
@@ -143,7 +145,7 @@ PgOutbox::PgOutbox(const std::string& database_url, std::string run_id) : run_id
   auto& c = connection_->pq;
   c.prepare("declare_operation",
             "INSERT INTO skewbench.business_operation (run_id, operation_id, state, version) "
-            "VALUES ($1, $2, 'absent', 0)");
+            "VALUES ($1, $2, 'absent', $3)");
   c.prepare("commit_business",
             "UPDATE skewbench.business_operation SET state = 'committed', version = version + 1 "
             "WHERE run_id = $1 AND operation_id = $2 AND state = 'absent'");
@@ -175,10 +177,10 @@ PgOutbox::PgOutbox(const std::string& database_url, std::string run_id) : run_id
 
 PgOutbox::~PgOutbox() = default;
 
-void PgOutbox::declare_operation(const std::string& operation_id) {
+void PgOutbox::declare_operation(const std::string& operation_id, std::int64_t business_version) {
   in_transaction("declare_operation", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "declare_operation", run_id_, operation_id), "declare_operation",
-                    operation_id);
+    require_one_row(pq::exec_prepared(tx, "declare_operation", run_id_, operation_id, business_version),
+                    "declare_operation", operation_id);
   });
 }
 

@@ -27,7 +27,7 @@ class PgOutbox final : public OutboxApi {
   PgOutbox(const std::string& database_url, std::string run_id);
   ~PgOutbox() override;
 
-  void declare_operation(const std::string& operation_id) override;
+  void declare_operation(const std::string& operation_id, std::int64_t business_version) override;
   void commit_operation(const std::string& operation_id, const std::string& idempotency_key,
                         std::int64_t ttl_s) override;
   void record_attempt(const std::string& operation_id, std::int64_t logical_time_s) override;

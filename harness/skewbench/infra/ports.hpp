@@ -17,6 +17,7 @@ enum class TransportOutcome {
   AckReceived,  // 200 with a delivery (applied or deduplicated)
   AckUnknown,   // the connection closed with no response: the effect may or may not exist
   Rejected,     // 409 or 422: the remote refused by protocol rule, nothing applied
+  FencedOut,    // 409 "fenced_out": the POST carried a stale temporal epoch; nothing applied
 };
 const char* to_string(TransportOutcome outcome);
 
@@ -27,6 +28,9 @@ struct PostEffectRequest {
   std::int64_t logical_time_s = 0;
   bool drop_ack = false;
   std::string body;
+  // When set, the POST carries the temporal fence (X-Require-Temporal-Fence: 1,
+  // X-Expected-Temporal-Epoch: N) and the remote refuses it on any other epoch.
+  std::optional<std::int64_t> expected_temporal_epoch;
 };
 
 // One request and what came back, as recorded in the timeline.
@@ -48,6 +52,10 @@ class RemoteApi {
   // unless the answer is a 200 snapshot.
   virtual HttpExchange status(const std::string& operation_id, std::int64_t logical_time_s) = 0;
   virtual nlohmann::json health() = 0;
+  // POST /maintenance/gc/{operation_id} at a logical time: removes the
+  // operation's idempotency records with expires_at <= that time. Throws
+  // InfrastructureError unless the answer is a 200 JSON object.
+  virtual HttpExchange gc(const std::string& operation_id, std::int64_t logical_time_s) = 0;
 };
 
 struct OutboxRow {
@@ -69,8 +77,8 @@ struct OutboxRow {
 class OutboxApi {
  public:
   virtual ~OutboxApi() = default;
-  // Declares the operation (business state absent, version 0).
-  virtual void declare_operation(const std::string& operation_id) = 0;
+  // Declares the operation: business state absent, at the given version.
+  virtual void declare_operation(const std::string& operation_id, std::int64_t business_version) = 0;
   // One transaction: business absent -> committed (version + 1) and an outbox
   // row, status pending, holding the stable idempotency key and its TTL.
   virtual void commit_operation(const std::string& operation_id, const std::string& idempotency_key,

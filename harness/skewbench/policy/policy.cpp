@@ -1,5 +1,6 @@
 #include "policy/policy.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace skewbench::policy {
@@ -11,6 +12,10 @@ nlohmann::json PolicyEvaluation::to_json() const {
   };
   if (interval) out["interval_s"] = {interval->lower_s, interval->upper_s};
   return out;
+}
+
+LogicalSeconds effective_time_s(std::optional<LogicalSeconds> watermark_s, LogicalSeconds clock_reading_s) {
+  return watermark_s ? std::max(*watermark_s, clock_reading_s) : clock_reading_s;
 }
 
 namespace {
@@ -84,6 +89,47 @@ class UncertaintyPolicy final : public ReplayPolicy {
   LogicalSeconds max_clock_error_s_;
 };
 
+// Recovery never lets time decide: it reads the remote's status before any
+// replay, whatever the clock says. The node's reading and its classification
+// are recorded, but the decision is always RECONCILE_FIRST.
+class ReconcileFirstPolicy final : public ReplayPolicy {
+ public:
+  std::string_view name() const override { return "reconcile_first"; }
+  nlohmann::json parameters() const override { return nlohmann::json::object(); }
+
+  PolicyEvaluation evaluate(const RecoveryContext& c) const override {
+    PolicyEvaluation e;
+    e.reading_s = c.node_clock.read(c.reference_s);
+    e.time_basis = "node_clock:" + c.node_clock.node_id;
+    e.decision_time_s = e.reading_s;
+    e.state = classify_point(e.reading_s, c.expires_at_s);
+    e.decision = Decision::ReconcileFirst;
+    return e;
+  }
+};
+
+// The node never lets its time go backwards: its effective time is the larger
+// of its clock and the largest time it has already read (its watermark). A
+// rolled-back clock therefore cannot make an expired record ACTIVE again. An
+// ACTIVE record may be replayed with the stable key; an EXPIRED one no longer
+// protects a replay, so the node reconciles instead.
+class MonotonicWatermarkPolicy final : public ReplayPolicy {
+ public:
+  std::string_view name() const override { return "monotonic_watermark"; }
+  nlohmann::json parameters() const override { return nlohmann::json::object(); }
+
+  PolicyEvaluation evaluate(const RecoveryContext& c) const override {
+    PolicyEvaluation e;
+    e.reading_s = c.node_clock.read(c.reference_s);
+    e.time_basis = "monotonic_watermark:" + c.node_clock.node_id;
+    e.decision_time_s = effective_time_s(c.watermark_s, e.reading_s);
+    e.state = classify_point(e.decision_time_s, c.expires_at_s);
+    e.decision = e.state == TemporalState::Active ? Decision::ReplaySameKey : Decision::ReconcileFirst;
+    e.extra = {{"watermark_s", c.watermark_s ? nlohmann::json(*c.watermark_s) : nlohmann::json(nullptr)}};
+    return e;
+  }
+};
+
 PolicyRegistry make_builtin_registry() {
   PolicyRegistry registry;
   registry.add("node_local", [](ObjectReader&) { return std::make_unique<NodeLocalPolicy>(); });
@@ -99,6 +145,8 @@ PolicyRegistry make_builtin_registry() {
     if (eps < 0) throw InputError(spec.child_path("max_clock_error_s"), "must be >= 0");
     return std::make_unique<UncertaintyPolicy>(eps);
   });
+  registry.add("reconcile_first", [](ObjectReader&) { return std::make_unique<ReconcileFirstPolicy>(); });
+  registry.add("monotonic_watermark", [](ObjectReader&) { return std::make_unique<MonotonicWatermarkPolicy>(); });
   return registry;
 }
 

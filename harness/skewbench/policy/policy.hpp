@@ -26,6 +26,9 @@ struct RecoveryContext {
   LogicalSeconds reference_s = 0;   // the step's reference ("true") time
   time::NodeClock node_clock;       // the recovering node's clock
   LogicalSeconds expires_at_s = 0;  // the idempotency record's expiry
+  // The largest time the recovering node has read before this decision (its
+  // monotonic watermark); empty when it has read none.
+  std::optional<LogicalSeconds> watermark_s = std::nullopt;
 };
 
 struct PolicyEvaluation {
@@ -35,6 +38,9 @@ struct PolicyEvaluation {
   std::optional<time::UncertaintyInterval> interval;
   TemporalState state = TemporalState::TimeUnknown;
   Decision decision = Decision::ReconcileFirst;
+  // Fields only this policy observes (e.g. the watermark); merged into the
+  // recover step's observation, and absent for policies that add none.
+  nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json to_json() const;
 };
@@ -47,6 +53,10 @@ class ReplayPolicy {
   virtual nlohmann::json parameters() const = 0;
   virtual PolicyEvaluation evaluate(const RecoveryContext& context) const = 0;
 };
+
+// A monotonic node's effective time: max(watermark, clock); the clock alone
+// when the node has read no time yet.
+LogicalSeconds effective_time_s(std::optional<LogicalSeconds> watermark_s, LogicalSeconds clock_reading_s);
 
 // Builds a policy from the scenario's "policy" object; the reader has already
 // consumed "name" and the factory must read (or reject) every other key.
@@ -64,7 +74,8 @@ class PolicyRegistry {
   std::map<std::string, PolicyFactory, std::less<>> factories_;
 };
 
-// The registry holding node_local, declared_authority and uncertainty.
+// The registry holding node_local, declared_authority, uncertainty,
+// reconcile_first and monotonic_watermark.
 const PolicyRegistry& builtin_policies();
 
 }  // namespace skewbench::policy

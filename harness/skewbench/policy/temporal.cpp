@@ -20,6 +20,8 @@ std::string_view to_string(Decision decision) {
       return "REPLAY_SAME_KEY";
     case Decision::ReconcileFirst:
       return "RECONCILE_FIRST";
+    case Decision::ReplayNewKey:
+      return "REPLAY_NEW_KEY";
   }
   return "INVALID";
 }

@@ -19,6 +19,7 @@ enum class TemporalState { Active, Expired, TimeUnknown };
 enum class Decision {
   ReplaySameKey,   // send the delivery again with the stable idempotency key
   ReconcileFirst,  // do not replay on time grounds; read the remote's state first
+  ReplayNewKey,    // send the delivery again under a newly minted key (no dedupe possible)
 };
 
 // What recovery does after reading the authoritative remote state.

@@ -99,6 +99,8 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
   result.policy = std::string(s.policy->name());
   result.operation_id = operation_id_for(options_.run_id, s.id);
   result.idempotency_key = idempotency_key_for(options_.run_id, s.id);
+  result.operation_name = s.operation.name;
+  result.stable_key_name = s.operation.stable_key_name();
 
   std::map<std::string, time::NodeClock> nodes;
   for (const auto& n : s.nodes) nodes.emplace(n.node_id, n);
@@ -111,10 +113,14 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              options_.remote_control,
                              result.operation_id,
                              result.idempotency_key,
-                             json{{"scenario", s.id}}.dump()};
+                             json{{"scenario", s.id}}.dump(),
+                             s.operation,
+                             /*posts_sent=*/0,
+                             /*bound_temporal_epoch=*/std::nullopt,
+                             /*watermarks_s=*/{}};
 
   try {
-    outbox_.declare_operation(result.operation_id);
+    outbox_.declare_operation(result.operation_id, s.operation.initial_business_version);
     for (std::size_t i = 0; i < s.steps.size(); ++i) {
       if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
       const auto& step = *s.steps[i].step;

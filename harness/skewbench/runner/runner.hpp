@@ -33,8 +33,10 @@ struct CheckResult {
 struct ScenarioResult {
   std::string scenario_id;
   std::string policy;
-  std::string operation_id;
-  std::string idempotency_key;
+  std::string operation_id;                           // on the wire: namespaced by the run id
+  std::string idempotency_key;                        // the stable key on the wire
+  std::string operation_name;                         // as the scenario names it (published results show this)
+  std::string stable_key_name;                        // "<operation_name>:effect:v1"
   nlohmann::json timeline = nlohmann::json::array();  // one record per executed step
   nlohmann::json final_measurement;                   // null when never taken
   std::vector<CheckResult> checks;

@@ -61,12 +61,69 @@ void check_step_order(const std::vector<ScenarioStep>& steps_list) {
     if (kind == "commit_operation") {
       if (committed) throw InputError(path, "the operation is already committed by an earlier step");
       committed = true;
+    } else if (kind == "bind_temporal_epoch") {
+      if (!posted) throw InputError(path, "bind_temporal_epoch needs an earlier post_effect step");
     } else if (kind == "post_effect" || kind == "recover") {
       if (!committed) throw InputError(path, std::string(kind) + " needs an earlier commit_operation step");
       if (kind == "recover" && !posted) throw InputError(path, "recover needs an earlier post_effect step");
       posted = posted || kind == "post_effect";
     }
   }
+}
+
+bool known_report_section(const std::string& name) {
+  const auto in = [&name](const auto& list) {
+    return std::find(std::begin(list), std::end(list), name) != std::end(list);
+  };
+  return in(kReportSections) || in(kSeriesReportSections);
+}
+
+std::string report_section_list() {
+  std::string out;
+  for (const char* n : kReportSections) out += (out.empty() ? "" : ", ") + std::string(n);
+  for (const char* n : kSeriesReportSections) out += ", " + std::string(n);
+  return out;
+}
+
+// $.operation: the operation's published name and the retry identity.
+steps::OperationSettings read_operation(ObjectReader& root, const std::string& scenario_id) {
+  steps::OperationSettings op;
+  op.name = scenario_id;
+  const auto* spec = root.optional("operation");
+  if (spec == nullptr) {
+    op.minted_key_prefix = op.name;
+    return op;
+  }
+  ObjectReader reader(*spec, "$.operation");
+  op.declared = true;
+  op.name = reader.require_string("name");
+  require_id(op.name, "$.operation.name");
+  const auto identity = reader.optional_string("retry_identity").value_or("stable_key");
+  if (identity == "new_key_per_attempt") {
+    op.retry_identity = steps::RetryIdentity::NewKeyPerAttempt;
+  } else if (identity != "stable_key") {
+    throw InputError("$.operation.retry_identity",
+                     "\"" + identity + "\" is not one of: stable_key, new_key_per_attempt");
+  }
+  op.minted_key_prefix = reader.optional_string("minted_key_prefix").value_or(op.name);
+  op.initial_business_version = reader.optional_int("initial_business_version").value_or(0);
+  if (op.initial_business_version < 0) throw InputError("$.operation.initial_business_version", "must be >= 0");
+  require_id(op.minted_key_prefix, "$.operation.minted_key_prefix");
+  reader.finish();
+  return op;
+}
+
+// $.remote: what the scenario needs of the remote service.
+std::optional<std::string> read_dedupe_mode(ObjectReader& root) {
+  const auto* spec = root.optional("remote");
+  if (spec == nullptr) return std::nullopt;
+  ObjectReader reader(*spec, "$.remote");
+  auto mode = reader.require_string("dedupe");
+  if (std::find(std::begin(kDedupeModes), std::end(kDedupeModes), mode) == std::end(kDedupeModes)) {
+    throw InputError("$.remote.dedupe", "\"" + mode + "\" is not one of: durable, volatile");
+  }
+  reader.finish();
+  return mode;
 }
 
 Scenario parse_document(const json& doc, const std::string& source) {
@@ -79,13 +136,11 @@ Scenario parse_document(const json& doc, const std::string& source) {
   require_id(s.id, "$.id");
   s.description = root.require_string("description");
   s.report_as = root.optional_string("report_as");
-  if (s.report_as) {
-    const auto known = std::find(std::begin(kReportSections), std::end(kReportSections), *s.report_as);
-    if (known == std::end(kReportSections)) {
-      throw InputError("$.report_as", "\"" + *s.report_as +
-                                          "\" is not one of: unsafe_node_clock, safe_clock_authority, safe_skew_guard");
-    }
+  if (s.report_as && !known_report_section(*s.report_as)) {
+    throw InputError("$.report_as", "\"" + *s.report_as + "\" is not one of: " + report_section_list());
   }
+  s.operation = read_operation(root, s.id);
+  s.dedupe_mode = read_dedupe_mode(root);
   s.t0_s = root.require_int("t0_s");
   s.ttl_s = root.require_int("ttl_s");
   if (s.ttl_s <= 0) throw InputError("$.ttl_s", "must be > 0");

@@ -22,10 +22,15 @@ json exchange_json(const infra::HttpExchange& ex) {
 // One delivery attempt through the outbox: the attempt is recorded before the
 // POST and the outcome after it, each in its own transaction, so a crash in
 // between leaves an attempt whose outcome is unknown, exactly as on the wire.
-json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, StepOutcome& out) {
+// The key is the stable one or a minted one (the scenario's retry identity);
+// a bound temporal epoch, when given, travels as a fence.
+json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, StepOutcome& out,
+             std::optional<std::int64_t> fence_epoch = std::nullopt) {
   ctx.outbox.record_attempt(ctx.operation_id, logical_time_s);
-  const auto ex =
-      ctx.remote.post_effect({ctx.operation_id, ctx.idempotency_key, ctx.ttl_s, logical_time_s, drop_ack, ctx.payload});
+  const auto key = ctx.next_delivery_key();
+  infra::PostEffectRequest request{ctx.operation_id, key.wire, ctx.ttl_s, logical_time_s, drop_ack, ctx.payload};
+  request.expected_temporal_epoch = fence_epoch;
+  const auto ex = ctx.remote.post_effect(request);
   const bool delivered = ex.outcome == infra::TransportOutcome::AckReceived;
   ctx.outbox.record_outcome(ctx.operation_id, ex.outcome, delivered, logical_time_s);
   out.exchanges.push_back(exchange_json(ex));
@@ -37,6 +42,17 @@ json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, Ste
       {"effect_count", nullptr},
       {"post_requests", nullptr},
   };
+  // Only scenarios that name their operation observe the key by name, so the
+  // observations (and core digests) of the others stay as they were.
+  if (ctx.operation.declared) {
+    observed["idempotency_key"] = key.name;
+    observed["attempt"] = key.attempt;
+  }
+  if (ex.outcome == infra::TransportOutcome::FencedOut) {
+    observed["delivery"] = ex.response_body.value("delivery", json(nullptr));
+    observed["fence_error"] = ex.response_body.value("error", json(nullptr));
+    observed["current_temporal_epoch"] = ex.response_body.value("current_temporal_epoch", json(nullptr));
+  }
   if (ex.outcome == infra::TransportOutcome::AckReceived) {
     const auto& body = ex.response_body;
     if (!body.contains("delivery") || !body["delivery"].is_string()) {
@@ -83,7 +99,7 @@ class PostEffectStep final : public Step {
   json parameters() const override { return {{"drop_ack", drop_ack_}}; }
 
   StepOutcome execute(StepContext& ctx) const override {
-    const auto t = ctx.clock(node_).read(ctx.reference_time(at_s()));
+    const auto t = ctx.read_clock(node_, at_s());
     StepOutcome out;
     out.observed = deliver(ctx, t, drop_ack_, out);
     out.observed["logical_time_s"] = t;
@@ -106,7 +122,7 @@ class ObserveStep final : public Step {
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {
-    const auto t = ctx.clock(node_).read(ctx.reference_time(at_s()));
+    const auto t = ctx.read_clock(node_, at_s());
     StepOutcome out;
     const auto ex = ctx.remote.status(ctx.operation_id, t);
     out.exchanges.push_back(exchange_json(ex));
@@ -123,6 +139,7 @@ class ObserveStep final : public Step {
         {"temporal_state", state},
         {"expires_at_s", opt(row.key_expires_at_s)},
     };
+    if (ctx.operation.declared) out.observed["ack_drops"] = snapshot.ack_drops;
     return out;
   }
 
@@ -131,6 +148,48 @@ class ObserveStep final : public Step {
 };
 
 // --- recover ---------------------------------------------------------------
+
+// Reads the remote's authoritative status and applies the reconcile rule:
+// committed completes the delivery without a replay, absent allows one, anything
+// else holds. Returns whether a replay may follow.
+bool reconcile_with_remote(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) {
+  const auto ex = ctx.remote.status(ctx.operation_id, time_s);
+  out.exchanges.push_back(exchange_json(ex));
+  const auto snapshot = infra::parse_snapshot(ex.response_body);
+  const auto action = policy::reconcile(snapshot.status);
+  out.observed["reconciled_status"] = snapshot.status;
+  out.observed["reconcile_action"] = policy::to_string(action);
+  if (action == policy::ReconcileAction::CompleteWithoutReplay) ctx.outbox.mark_delivered(ctx.operation_id, time_s);
+  return action == policy::ReconcileAction::ReplayAfterReconcile;
+}
+
+// Sends the delivery again. With a bound temporal epoch the replay carries
+// the fence; a FENCED_OUT answer is never a success: recovery reconciles, and
+// a replay that reconciliation still allows is bound to the current epoch.
+void replay_delivery(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) {
+  json& o = out.observed;
+  if (ctx.bound_temporal_epoch) o["bound_temporal_epoch"] = *ctx.bound_temporal_epoch;
+  auto delivered = deliver(ctx, time_s, false, out, ctx.bound_temporal_epoch);
+  o["replayed"] = true;
+  o["transport_outcome"] = delivered["transport_outcome"];
+  o["delivery"] = delivered["delivery"];
+  if (delivered.contains("idempotency_key")) {
+    o["idempotency_key"] = delivered["idempotency_key"];
+    o["attempt"] = delivered["attempt"];
+  }
+  if (delivered["transport_outcome"] != "FENCED_OUT") return;
+  o["replay_http_status"] = delivered["http_status"];
+  o["fence_error"] = delivered["fence_error"];
+  o["current_temporal_epoch"] = delivered["current_temporal_epoch"];
+  if (!reconcile_with_remote(ctx, time_s, out)) return;
+  if (!delivered["current_temporal_epoch"].is_number_integer()) {
+    throw InfrastructureError("a fenced_out answer without an integer \"current_temporal_epoch\"");
+  }
+  ctx.bound_temporal_epoch = delivered["current_temporal_epoch"].get<std::int64_t>();
+  delivered = deliver(ctx, time_s, false, out, ctx.bound_temporal_epoch);
+  o["transport_outcome"] = delivered["transport_outcome"];
+  o["delivery"] = delivered["delivery"];
+}
 
 // Recovery after an unknown acknowledgement, under the scenario's policy:
 // replay with the stable key when the policy's time basis says the state is
@@ -165,7 +224,9 @@ class RecoverStep final : public Step {
       throw std::logic_error("recover: the operation was never attempted, so its key has no expiry yet");
     }
 
-    const auto eval = ctx.policy.evaluate({reference, ctx.clock(node_), *row.key_expires_at_s});
+    const auto watermark_before = ctx.watermark_s(node_);
+    ctx.read_clock(node_, at_s());
+    const auto eval = ctx.policy.evaluate({reference, ctx.clock(node_), *row.key_expires_at_s, watermark_before});
     o["time_basis"] = eval.time_basis;
     o["reading_s"] = eval.reading_s;
     o["decision_time_s"] = eval.decision_time_s;
@@ -174,27 +235,17 @@ class RecoverStep final : public Step {
       o["interval_upper_s"] = eval.interval->upper_s;
     }
     o["temporal_state"] = policy::to_string(eval.state);
-    o["decision"] = policy::to_string(eval.decision);
+    auto decision = eval.decision;
+    if (decision == policy::Decision::ReplaySameKey &&
+        ctx.operation.retry_identity == RetryIdentity::NewKeyPerAttempt) {
+      decision = policy::Decision::ReplayNewKey;
+    }
+    o["decision"] = policy::to_string(decision);
+    for (const auto& [field, value] : eval.extra.items()) o[field] = value;
 
-    bool replay = eval.decision == policy::Decision::ReplaySameKey;
-    if (eval.decision == policy::Decision::ReconcileFirst) {
-      const auto ex = ctx.remote.status(ctx.operation_id, eval.decision_time_s);
-      out.exchanges.push_back(exchange_json(ex));
-      const auto snapshot = infra::parse_snapshot(ex.response_body);
-      const auto action = policy::reconcile(snapshot.status);
-      o["reconciled_status"] = snapshot.status;
-      o["reconcile_action"] = policy::to_string(action);
-      if (action == policy::ReconcileAction::CompleteWithoutReplay) {
-        ctx.outbox.mark_delivered(ctx.operation_id, eval.decision_time_s);
-      }
-      replay = action == policy::ReconcileAction::ReplayAfterReconcile;
-    }
-    if (replay) {
-      const auto delivered = deliver(ctx, eval.decision_time_s, false, out);
-      o["replayed"] = true;
-      o["transport_outcome"] = delivered["transport_outcome"];
-      o["delivery"] = delivered["delivery"];
-    }
+    bool replay = decision != policy::Decision::ReconcileFirst;
+    if (!replay) replay = reconcile_with_remote(ctx, eval.decision_time_s, out);
+    if (replay) replay_delivery(ctx, eval.decision_time_s, out);
     return out;
   }
 
@@ -214,10 +265,9 @@ class SetClockOffsetStep final : public Step {
   json parameters() const override { return {{"offset_s", offset_s_}}; }
 
   StepOutcome execute(StepContext& ctx) const override {
-    auto& clock = ctx.nodes.at(node_);
-    clock.offset_s = offset_s_;
+    ctx.nodes.at(node_).offset_s = offset_s_;
     StepOutcome out;
-    out.observed = {{"reading_s", clock.read(ctx.reference_time(at_s()))}};
+    out.observed = {{"reading_s", ctx.read_clock(node_, at_s())}};
     return out;
   }
 
@@ -264,8 +314,8 @@ std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
 
 const std::vector<std::string> kTemporalStates = {"ACTIVE", "EXPIRED", "TIME_UNKNOWN"};
 const std::vector<std::string> kRemoteStatuses = {"absent", "committed", "conflict"};
-const std::vector<std::string> kTransportOutcomes = {"ACK_RECEIVED", "ACK_UNKNOWN", "REJECTED"};
-const std::vector<std::string> kDeliveries = {"applied", "deduplicated"};
+const std::vector<std::string> kTransportOutcomes = {"ACK_RECEIVED", "ACK_UNKNOWN", "REJECTED", "FENCED_OUT"};
+const std::vector<std::string> kDeliveries = {"applied", "deduplicated", "fenced_out"};
 
 ObservedField integer() { return {FieldType::Integer, {}}; }
 ObservedField nullable_integer() { return {FieldType::NullableInteger, {}}; }
@@ -293,7 +343,9 @@ StepRegistry make_builtin_registry() {
           {"http_status", nullable_integer()},
           {"delivery", nullable_string_of(kDeliveries)},
           {"effect_count", nullable_integer()},
-          {"post_requests", nullable_integer()}},
+          {"post_requests", nullable_integer()},
+          {"idempotency_key", string_of({})},
+          {"attempt", integer()}},
          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
            auto node = require_node(spec, ctx);
            return std::make_unique<PostEffectStep>(at_s, std::move(node),
@@ -307,7 +359,8 @@ StepRegistry make_builtin_registry() {
           {"post_requests", integer()},
           {"status", string_of(kRemoteStatuses)},
           {"temporal_state", nullable_string_of(kTemporalStates)},
-          {"expires_at_s", nullable_integer()}},
+          {"expires_at_s", nullable_integer()},
+          {"ack_drops", integer()}},
          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
            return std::make_unique<ObserveStep>(at_s, require_node(spec, ctx));
          }});
@@ -319,7 +372,7 @@ StepRegistry make_builtin_registry() {
           {"interval_lower_s", nullable_integer()},
           {"interval_upper_s", nullable_integer()},
           {"temporal_state", nullable_string_of(kTemporalStates)},
-          {"decision", nullable_string_of({"REPLAY_SAME_KEY", "RECONCILE_FIRST"})},
+          {"decision", nullable_string_of({"REPLAY_SAME_KEY", "REPLAY_NEW_KEY", "RECONCILE_FIRST"})},
           {"reconciled_status", nullable_string_of(kRemoteStatuses)},
           {"reconcile_action",
            nullable_string_of({"COMPLETE_WITHOUT_REPLAY", "REPLAY_AFTER_RECONCILE", "HOLD_AND_ESCALATE"})},
@@ -327,7 +380,14 @@ StepRegistry make_builtin_registry() {
           {"transport_outcome", nullable_string_of(kTransportOutcomes)},
           {"delivery", nullable_string_of(kDeliveries)},
           {"expires_at_s", nullable_integer()},
-          {"outbox_status_before", string_of({"pending", "delivered"})}},
+          {"outbox_status_before", string_of({"pending", "delivered"})},
+          {"watermark_s", nullable_integer()},
+          {"idempotency_key", string_of({})},
+          {"attempt", integer()},
+          {"bound_temporal_epoch", integer()},
+          {"replay_http_status", nullable_integer()},
+          {"fence_error", nullable_string_of({})},
+          {"current_temporal_epoch", nullable_integer()}},
          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
            return std::make_unique<RecoverStep>(at_s, require_node(spec, ctx));
          }});
@@ -345,6 +405,7 @@ StepRegistry make_builtin_registry() {
            return std::make_unique<RestartRemoteStep>(at_s);
          },
          /*takes_node=*/false});
+  add_series_steps(r);
   return r;
 }
 

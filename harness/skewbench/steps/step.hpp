@@ -36,6 +36,34 @@ class RemoteControl {
   virtual std::string restart_remote() = 0;
 };
 
+// How a scenario's operation is named and which key each delivery carries.
+// `name` is the un-namespaced operation name the scenario declares (the one
+// published results show); the wire ids stay namespaced by the run id.
+enum class RetryIdentity {
+  StableKey,         // every attempt reuses the operation's stable key
+  NewKeyPerAttempt,  // every attempt mints a new key "<prefix>:attempt:N" (unsafe)
+};
+
+struct OperationSettings {
+  std::string name;       // the operation's name; the scenario id when not declared
+  bool declared = false;  // the scenario has an "operation" object
+  RetryIdentity retry_identity = RetryIdentity::StableKey;
+  std::string minted_key_prefix;              // defaults to name
+  std::int64_t initial_business_version = 0;  // the business row's version before the commit
+
+  std::string stable_key_name() const { return name + ":effect:v1"; }
+  std::string minted_key_name(int attempt) const { return minted_key_prefix + ":attempt:" + std::to_string(attempt); }
+};
+
+std::string_view to_string(RetryIdentity identity);
+
+// The key one delivery attempt carries: on the wire, and by name.
+struct DeliveryKey {
+  int attempt = 0;   // 1 for the first POST of the scenario
+  std::string wire;  // namespaced by the run id
+  std::string name;  // as published: the stable key name or a minted one
+};
+
 // Everything a step may read or touch while it runs.
 struct StepContext {
   LogicalSeconds t0_s = 0;
@@ -49,8 +77,21 @@ struct StepContext {
   std::string idempotency_key;              // namespaced by the run id
   std::string payload;                      // the request body every POST sends
 
+  OperationSettings operation;
+
+  // State that recovery carries between steps.
+  int posts_sent = 0;                                  // delivery POSTs so far (numbers minted keys)
+  std::optional<std::int64_t> bound_temporal_epoch;    // set by bind_temporal_epoch: replays carry a fence
+  std::map<std::string, LogicalSeconds> watermarks_s;  // per node: the largest time it has read
+
   LogicalSeconds reference_time(LogicalSeconds at_s) const { return t0_s + at_s; }
   const time::NodeClock& clock(const std::string& node_id) const { return nodes.at(node_id); }
+  // Reads a node's clock at a step's time and raises the node's watermark.
+  LogicalSeconds read_clock(const std::string& node_id, LogicalSeconds at_s);
+  // The largest time the node has read so far; empty before its first reading.
+  std::optional<LogicalSeconds> watermark_s(const std::string& node_id) const;
+  // The key the next delivery POST carries (stable, or minted per attempt).
+  DeliveryKey next_delivery_key();
 };
 
 // What one step produced. `observed` holds the values expectations compare
@@ -115,8 +156,12 @@ class StepRegistry {
   std::map<std::string, StepKind, std::less<>> kinds_;
 };
 
-// commit_operation, post_effect, observe, recover, set_clock_offset, restart_remote.
+// commit_operation, post_effect, observe, recover, set_clock_offset,
+// restart_remote, and the series kinds (gc, bind_temporal_epoch).
 const StepRegistry& builtin_steps();
+
+// Registers the step kinds the #015-#019 series adds (steps/series_steps.cpp).
+void add_series_steps(StepRegistry& registry);
 
 // Checks an expectation value against a field's declared type; throws InputError.
 void validate_expected_value(const ObservedField& field, const nlohmann::json& value, const std::string& path);

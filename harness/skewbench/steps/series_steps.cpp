@@ -1,0 +1,141 @@
+// The step kinds and recovery state the #015-#019 series adds: naming the
+// key each delivery carries, the nodes' monotonic watermarks, expiry cleanup
+// on the remote (gc) and binding a replay to the remote's temporal epoch.
+
+#include <algorithm>
+
+#include "common/errors.hpp"
+#include "steps/step.hpp"
+
+namespace skewbench::steps {
+
+using nlohmann::json;
+
+std::string_view to_string(RetryIdentity identity) {
+  return identity == RetryIdentity::StableKey ? "stable_key" : "new_key_per_attempt";
+}
+
+LogicalSeconds StepContext::read_clock(const std::string& node_id, LogicalSeconds at_s) {
+  const auto reading_s = clock(node_id).read(reference_time(at_s));
+  const auto [it, inserted] = watermarks_s.emplace(node_id, reading_s);
+  if (!inserted) it->second = std::max(it->second, reading_s);
+  return reading_s;
+}
+
+std::optional<LogicalSeconds> StepContext::watermark_s(const std::string& node_id) const {
+  const auto it = watermarks_s.find(node_id);
+  if (it == watermarks_s.end()) return std::nullopt;
+  return it->second;
+}
+
+DeliveryKey StepContext::next_delivery_key() {
+  DeliveryKey key;
+  key.attempt = ++posts_sent;
+  if (operation.retry_identity == RetryIdentity::NewKeyPerAttempt) {
+    key.wire = idempotency_key + ":attempt:" + std::to_string(key.attempt);
+    key.name = operation.minted_key_name(key.attempt);
+  } else {
+    key.wire = idempotency_key;
+    key.name = operation.stable_key_name();
+  }
+  return key;
+}
+
+namespace {
+
+std::int64_t int_field(const json& body, const char* name, const char* what) {
+  const auto it = body.find(name);
+  if (it == body.end() || !it->is_number_integer()) {
+    throw InfrastructureError(std::string(what) + " answered without an integer \"" + name + "\"");
+  }
+  return it->get<std::int64_t>();
+}
+
+json exchange_record(const infra::HttpExchange& ex) {
+  return {{"request", ex.request},
+          {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
+          {"response", ex.response_body},
+          {"transport_outcome", nullptr},
+          {"duration_us", ex.duration_us}};
+}
+
+std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
+  auto node = spec.require_string("node");
+  if (!ctx.node_ids.contains(node)) {
+    throw InputError(spec.child_path("node"), "unknown node \"" + node + "\" (declare it in $.nodes)");
+  }
+  return node;
+}
+
+// Expiry cleanup at a node's time: the remote deletes the operation's
+// idempotency records with expires_at <= that time and, when it removed any,
+// advances its temporal epoch.
+class GcStep final : public Step {
+ public:
+  GcStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
+  std::string_view kind() const override { return "gc"; }
+  std::optional<std::string> node() const override { return node_; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    const auto t = ctx.read_clock(node_, at_s());
+    const auto ex = ctx.remote.gc(ctx.operation_id, t);
+    StepOutcome out;
+    out.exchanges.push_back(exchange_record(ex));
+    const auto& body = ex.response_body;
+    out.observed = {{"logical_time_s", t},
+                    {"removed_records", int_field(body, "removed_records", "POST /maintenance/gc")},
+                    {"temporal_epoch_before", int_field(body, "temporal_epoch_before", "POST /maintenance/gc")},
+                    {"temporal_epoch_after", int_field(body, "temporal_epoch_after", "POST /maintenance/gc")}};
+    return out;
+  }
+
+ private:
+  std::string node_;
+};
+
+// Reads the remote's temporal epoch after the first POST and binds every later
+// replay to it: a replay then carries the fence, and the remote refuses it
+// (FENCED_OUT) once cleanup has advanced the epoch.
+class BindTemporalEpochStep final : public Step {
+ public:
+  BindTemporalEpochStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
+  std::string_view kind() const override { return "bind_temporal_epoch"; }
+  std::optional<std::string> node() const override { return node_; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    const auto t = ctx.read_clock(node_, at_s());
+    const auto ex = ctx.remote.status(ctx.operation_id, t);
+    StepOutcome out;
+    out.exchanges.push_back(exchange_record(ex));
+    ctx.bound_temporal_epoch = int_field(ex.response_body, "temporal_epoch", "GET /status");
+    out.observed = {{"temporal_epoch", *ctx.bound_temporal_epoch}};
+    return out;
+  }
+
+ private:
+  std::string node_;
+};
+
+}  // namespace
+
+void add_series_steps(StepRegistry& r) {
+  const ObservedField integer{FieldType::Integer, {}};
+  r.add({"gc",
+         "expiry cleanup on the remote at the node's clock: removes the operation's expired idempotency records "
+         "and advances the temporal epoch when it removed any",
+         {{"logical_time_s", integer},
+          {"removed_records", integer},
+          {"temporal_epoch_before", integer},
+          {"temporal_epoch_after", integer}},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+           return std::make_unique<GcStep>(at_s, require_node(spec, ctx));
+         }});
+  r.add({"bind_temporal_epoch",
+         "read the remote's temporal epoch after the first POST; later replays carry it as a fence",
+         {{"temporal_epoch", integer}},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+           return std::make_unique<BindTemporalEpochStep>(at_s, require_node(spec, ctx));
+         }});
+}
+
+}  // namespace skewbench::steps

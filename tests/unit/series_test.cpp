@@ -1,0 +1,180 @@
+// What the #015-#019 series added, against in-memory fakes: the monotonic
+// watermark, minting a new key per attempt, reconcile-first outcomes, expiry
+// cleanup and the temporal epoch fence.
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "policy/policy.hpp"
+#include "runner/runner.hpp"
+#include "scenario/scenario.hpp"
+#include "support/fakes.hpp"
+
+using namespace skewbench;
+using nlohmann::json;
+
+namespace {
+
+scenario::Scenario shipped(const std::string& name) {
+  return scenario::load_scenario_file(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/" + name);
+}
+
+runner::ScenarioResult run_on(infra::RemoteApi& remote, const scenario::Scenario& s) {
+  testing::FakeOutbox outbox;
+  runner::ScenarioRunner r(remote, outbox, {"rtest", nullptr, nullptr, true});
+  return r.run(s);
+}
+
+runner::ScenarioResult run_with_fakes(const scenario::Scenario& s) {
+  testing::FakeRemote remote;
+  return run_on(remote, s);
+}
+
+const json& observed(const runner::ScenarioResult& r, std::size_t step) { return r.timeline.at(step).at("observed"); }
+
+// The first POST is lost before it reaches the remote: nothing is applied and
+// the caller sees no answer, so the remote's status stays "absent".
+class LosingRemote final : public infra::RemoteApi {
+ public:
+  infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
+    if (lost_++ > 0) return inner.post_effect(r);
+    infra::HttpExchange ex;
+    ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", {{"Idempotency-Key", r.idempotency_key}}}};
+    ex.outcome = infra::TransportOutcome::AckUnknown;
+    return ex;
+  }
+  infra::HttpExchange status(const std::string& op, std::int64_t t) override { return inner.status(op, t); }
+  json health() override { return inner.health(); }
+  infra::HttpExchange gc(const std::string& op, std::int64_t t) override { return inner.gc(op, t); }
+
+  testing::FakeRemote inner;
+
+ private:
+  int lost_ = 0;
+};
+
+json reconcile_first_doc() {
+  return {{"id", "reconcile"},
+          {"description", "d"},
+          {"t0_s", 1000},
+          {"ttl_s", 60},
+          {"nodes", {{{"id", "w"}, {"clock_offset_s", 0}}}},
+          {"policy", {{"name", "reconcile_first"}}},
+          {"steps",
+           {{{"kind", "commit_operation"}, {"node", "w"}, {"at_s", 0}},
+            {{"kind", "post_effect"}, {"node", "w"}, {"at_s", 0}, {"drop_ack", true}},
+            {{"kind", "recover"}, {"node", "w"}, {"at_s", 10}}}},
+          {"expect", json::object()}};
+}
+
+}  // namespace
+
+TEST_CASE("the effective time of a monotonic node is max(watermark, clock)") {
+  CHECK(policy::effective_time_s(std::nullopt, 50) == 50);
+  CHECK(policy::effective_time_s(70, 50) == 70);  // the clock rolled back: the watermark holds
+  CHECK(policy::effective_time_s(70, 90) == 90);  // the clock moved on: it leads
+  CHECK(policy::effective_time_s(70, 70) == 70);
+}
+
+TEST_CASE("monotonic_watermark reconciles on EXPIRED and replays only on ACTIVE") {
+  const auto policy = policy::builtin_policies().make({{"name", "monotonic_watermark"}}, "$.policy");
+  // Rolled back to T0+50 after having read T0+70: the record stays EXPIRED.
+  const auto rolled_back = policy->evaluate({50, {"n", 0}, 60, 70});
+  CHECK(rolled_back.reading_s == 50);
+  CHECK(rolled_back.decision_time_s == 70);
+  CHECK(rolled_back.state == policy::TemporalState::Expired);
+  CHECK(rolled_back.decision == policy::Decision::ReconcileFirst);
+  CHECK(rolled_back.extra == json{{"watermark_s", 70}});
+  // Without a higher watermark the clock decides, and ACTIVE replays.
+  const auto fresh = policy->evaluate({50, {"n", 0}, 60, std::nullopt});
+  CHECK(fresh.state == policy::TemporalState::Active);
+  CHECK(fresh.decision == policy::Decision::ReplaySameKey);
+  CHECK(fresh.extra == json{{"watermark_s", nullptr}});
+}
+
+TEST_CASE("reconcile_first reconciles whatever the clock says") {
+  const auto policy = policy::builtin_policies().make({{"name", "reconcile_first"}}, "$.policy");
+  CHECK(policy->evaluate({50, {"n", 0}, 60, std::nullopt}).decision == policy::Decision::ReconcileFirst);   // ACTIVE
+  CHECK(policy->evaluate({500, {"n", 0}, 60, std::nullopt}).decision == policy::Decision::ReconcileFirst);  // EXPIRED
+  CHECK(policy->evaluate({500, {"n", 0}, 60, std::nullopt}).state == policy::TemporalState::Expired);
+}
+
+TEST_CASE("new_key_per_attempt mints <prefix>:attempt:N and the remote applies the retry again") {
+  const auto r = run_with_fakes(shipped("015-unsafe-new-key-per-attempt.json"));
+  REQUIRE(r.error == std::nullopt);
+  CHECK(observed(r, 1)["idempotency_key"] == "http-unsafe:attempt:1");
+  CHECK(observed(r, 1)["attempt"] == 1);
+  CHECK(observed(r, 2)["decision"] == "REPLAY_NEW_KEY");
+  CHECK(observed(r, 2)["idempotency_key"] == "http-unsafe:attempt:2");
+  CHECK(observed(r, 2)["delivery"] == "applied");
+  // On the wire both keys stay namespaced by the run id, and differ.
+  const auto wire_1 = r.timeline[1]["exchanges"][0]["request"]["headers"]["Idempotency-Key"];
+  const auto wire_2 = r.timeline[2]["exchanges"][0]["request"]["headers"]["Idempotency-Key"];
+  CHECK(wire_1 == r.idempotency_key + ":attempt:1");
+  CHECK(wire_2 == r.idempotency_key + ":attempt:2");
+  CHECK(r.verdict == "CONFLICT");
+  CHECK(r.pass);
+}
+
+TEST_CASE("the stable key is reused on every attempt and named <operation>:effect:v1") {
+  const auto r = run_with_fakes(shipped("015-safe-stable-key-redelivery.json"));
+  CHECK(r.operation_name == "http-safe-redelivery-op");
+  CHECK(r.stable_key_name == "http-safe-redelivery-op:effect:v1");
+  CHECK(observed(r, 3)["idempotency_key"] == "http-safe-redelivery-op:effect:v1");
+  CHECK(observed(r, 3)["delivery"] == "deduplicated");
+  CHECK(r.timeline[3]["exchanges"][0]["request"]["headers"]["Idempotency-Key"] == r.idempotency_key);
+  CHECK(r.verdict == "SAFE");
+  CHECK(r.pass);
+}
+
+TEST_CASE("reconcile_first: committed completes without a replay") {
+  const auto r = run_with_fakes(scenario::parse_scenario(reconcile_first_doc(), "r.json"));
+  const auto& o = observed(r, 2);
+  CHECK(o["reconciled_status"] == "committed");
+  CHECK(o["reconcile_action"] == "COMPLETE_WITHOUT_REPLAY");
+  CHECK(o["replayed"] == false);
+  CHECK(r.final_measurement["post_requests"] == 1);
+  CHECK(r.verdict == "SAFE");
+}
+
+TEST_CASE("reconcile_first: absent replays after reconciling") {
+  LosingRemote remote;
+  const auto r = run_on(remote, scenario::parse_scenario(reconcile_first_doc(), "r.json"));
+  const auto& o = observed(r, 2);
+  CHECK(o["reconciled_status"] == "absent");
+  CHECK(o["reconcile_action"] == "REPLAY_AFTER_RECONCILE");
+  CHECK(o["replayed"] == true);
+  CHECK(o["delivery"] == "applied");
+  CHECK(r.final_measurement["effect_count"] == 1);
+  CHECK(r.verdict == "SAFE");
+}
+
+TEST_CASE("reconcile_first: anything else holds and escalates without a replay") {
+  auto doc = reconcile_first_doc();
+  doc["operation"] = {{"name", "op"}, {"retry_identity", "new_key_per_attempt"}};
+  // A second POST under a new key: the remote now holds two effects (conflict).
+  doc["steps"].insert(doc["steps"].begin() + 2,
+                      json::object({{"kind", "post_effect"}, {"node", "w"}, {"at_s", 5}, {"drop_ack", true}}));
+  const auto r = run_with_fakes(scenario::parse_scenario(doc, "r.json"));
+  const auto& o = observed(r, 3);
+  CHECK(o["reconciled_status"] == "conflict");
+  CHECK(o["reconcile_action"] == "HOLD_AND_ESCALATE");
+  CHECK(o["replayed"] == false);
+  CHECK(r.final_measurement["post_requests"] == 2);
+}
+
+TEST_CASE("scenario settings are validated with their JSON path") {
+  auto doc = reconcile_first_doc();
+  doc["operation"] = {{"name", "op"}, {"retry_identity", "sometimes"}};
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
+                    "x.json: $.operation.retry_identity: \"sometimes\" is not one of: stable_key, new_key_per_attempt");
+  doc = reconcile_first_doc();
+  doc["remote"] = {{"dedupe", "forgetful"}};
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
+                    "x.json: $.remote.dedupe: \"forgetful\" is not one of: durable, volatile");
+  doc = reconcile_first_doc();
+  doc["steps"].insert(doc["steps"].begin() + 1,
+                      json::object({{"kind", "bind_temporal_epoch"}, {"node", "w"}, {"at_s", 0}}));
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
+                    "x.json: $.steps[1].kind: bind_temporal_epoch needs an earlier post_effect step");
+}
