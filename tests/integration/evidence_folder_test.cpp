@@ -131,7 +131,7 @@ TEST_CASE("a folder that is not empty and has no manifest is refused even with -
   CHECK(bytes_of(out / "summary.json") == "{}");
 }
 
-TEST_CASE("--overwrite removes exactly the files the manifest lists and keeps the user's own") {
+TEST_CASE("overwrite removes exactly the files the manifest lists and keeps the user's own") {
   TempDir dir("skewbench-evidir-it");
   const auto out = dir.path() / "out";
   const auto first = run_into({source_path("scenarios")}, out);
@@ -139,7 +139,12 @@ TEST_CASE("--overwrite removes exactly the files the manifest lists and keeps th
   REQUIRE(first.exit_code == 0);
   const auto manifest = read_json(out / "manifest.json");
   CHECK(manifest["contents"] == "run");
-  CHECK(manifest["files"].size() == 6);  // 3 scenarios, summary, result, RESULT.md
+  std::size_t scenario_files = 0;
+  for (const auto& entry : fs::directory_iterator(source_path("scenarios"))) {
+    if (entry.path().extension() == ".json") ++scenario_files;
+  }
+  // One evidence file per scenario, then summary.json, result.json and RESULT.md.
+  CHECK(manifest["files"].size() == scenario_files + 3);
   write_file_atomically(out / "scenarios" / "my-notes.txt", "mine\n");
 
   // Without --overwrite: refused, untouched.
@@ -380,7 +385,7 @@ TEST_CASE("an interrupted sweep says so, and --resume ends with the uninterrupte
   CHECK(run_skewbench({"verify", out.string()}).exit_code == 0);
 }
 
-TEST_CASE("--resume runs the ERROR cells again and refuses another grid") {
+TEST_CASE("resume runs the ERROR cells again and refuses another grid") {
   TempDir dir("skewbench-evidir-it");
   const auto grid = write_grid(dir.path(), small_grid());
   const auto out = dir.path() / "sweep";

@@ -52,7 +52,7 @@ TEST_CASE("a second lock on the same file is refused and names the holder") {
   CHECK(second.holder() == "pid 1 (first)");
 }
 
-TEST_CASE("--out must keep clear of every input: not equal, not containing, not inside") {
+TEST_CASE("an --out must keep clear of every input: not equal, not containing, not inside") {
   TempDir dir("skewbench-unit");
   fs::create_directories(dir.path() / "inputs" / "deep");
   write_file_atomically(dir.path() / "inputs" / "deep" / "a.json", "{}");
