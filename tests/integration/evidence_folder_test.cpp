@@ -190,6 +190,9 @@ TEST_CASE("a run is refused at once with exit 2 naming the holder while another 
 TEST_CASE("two runs started together into one folder: one writes, the other exits 2") {
   TempDir dir("skewbench-evidir-it");
   const auto out = dir.path() / "out";
+  // Start the shared services on this thread: a child's parent-death signal
+  // follows the thread that forked it, and the runs' threads end early.
+  shared_stack();
   CommandResult results[2];
   std::thread runs[2];
   for (int i = 0; i < 2; ++i) runs[i] = std::thread([&, i] { results[i] = run_into({source_path("scenarios")}, out); });
