@@ -125,12 +125,61 @@ std::string read_file(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-TempDir::TempDir(std::string_view prefix) {
+namespace {
+
+std::filesystem::path temp_base() {
   const char* base = std::getenv("TMPDIR");
-  std::string tmpl =
-      (std::filesystem::path(base && *base ? base : "/tmp") / (std::string(prefix) + "-XXXXXX")).string();
+  return base && *base ? base : "/tmp";
+}
+
+// Field 22 of /proc/PID/stat: when the process started, in clock ticks since
+// boot. Empty when there is no such process.
+std::string process_start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!in || !std::getline(in, stat)) return "";
+  const auto close_paren = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (close_paren == std::string::npos) return "";
+  std::istringstream fields(stat.substr(close_paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return field;
+  }
+  return "";
+}
+
+// True when the owner file names a process that is gone (or a reused pid).
+bool owner_is_gone(const std::filesystem::path& owner_file) {
+  std::ifstream in(owner_file);
+  long pid = 0;
+  std::string started;
+  if (!(in >> pid >> started) || pid <= 0) return false;  // not ours to judge
+  return process_start_time(static_cast<pid_t>(pid)) != started;
+}
+
+}  // namespace
+
+int remove_orphaned_temp_dirs(const std::filesystem::path& base) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    if (entry.path().filename().string().rfind("skewbench-", 0) != 0) continue;
+    std::error_code entry_ec;
+    if (!entry.is_directory(entry_ec) || entry.is_symlink(entry_ec)) continue;
+    if (!owner_is_gone(entry.path() / kTempDirOwnerFile)) continue;
+    if (std::filesystem::remove_all(entry.path(), entry_ec) > 0 && !entry_ec) ++removed;
+  }
+  return removed;
+}
+
+TempDir::TempDir(std::string_view prefix) {
+  const auto base = temp_base();
+  remove_orphaned_temp_dirs(base);
+  std::string tmpl = (base / (std::string(prefix) + "-XXXXXX")).string();
   if (::mkdtemp(tmpl.data()) == nullptr) throw errno_error("cannot create temporary directory", tmpl);
   path_ = tmpl;
+  const auto self = ::getpid();
+  write_file_atomically(path_ / kTempDirOwnerFile, std::to_string(self) + " " + process_start_time(self) + "\n");
 }
 
 TempDir::~TempDir() {

@@ -45,8 +45,12 @@ class FileLock {
 // Reads a whole file. Throws std::runtime_error naming the path on failure.
 std::string read_file(const std::filesystem::path& path);
 
-// A directory created under the system temporary directory and removed with
-// everything in it when the object is destroyed (unless keep() was called).
+// A directory created under the system temporary directory ($TMPDIR, else
+// /tmp) and removed with everything in it when the object is destroyed
+// (unless keep() was called). A process killed with SIGKILL cannot remove its
+// own directories, so each one holds a file naming its owner (pid and the
+// process's start time, which tells a reused pid apart), and every new TempDir
+// first removes the skewbench-* directories whose owner is gone.
 class TempDir {
  public:
   explicit TempDir(std::string_view prefix);
@@ -61,6 +65,13 @@ class TempDir {
   std::filesystem::path path_;
   bool keep_ = false;
 };
+
+// The name of the owner file inside every TempDir.
+inline constexpr const char* kTempDirOwnerFile = ".skewbench-owner";
+
+// Removes the directories directly under `base` named skewbench-* whose owner
+// file names a process that no longer runs. Returns how many were removed.
+int remove_orphaned_temp_dirs(const std::filesystem::path& base);
 
 // Asks the kernel for a loopback TCP port that is free right now.
 int free_loopback_port();

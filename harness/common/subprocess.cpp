@@ -7,7 +7,9 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,15 +39,37 @@ int decode_status(int status) {
   ::_exit(127);
 }
 
+// In a forked child: become the given user, then ask for `signal_number` when
+// the parent dies. The order matters: changing the user clears the request.
+void become_child_of(pid_t parent, const std::optional<RunAs>& run_as, int signal_number) {
+  if (run_as) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(run_as->gid) != 0 || ::setuid(run_as->uid) != 0) {
+      const std::string msg = std::string("cannot change user: ") + std::strerror(errno) + "\n";
+      [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, msg.data(), msg.size());
+      ::_exit(127);
+    }
+  }
+  ::prctl(PR_SET_PDEATHSIG, signal_number);
+  if (::getppid() != parent) ::_exit(1);  // the parent died before the request took effect
+}
+
 }  // namespace
 
-CommandResult run_command(const std::vector<std::string>& argv) {
+RunAs RunAs::user(const std::string& name) {
+  const passwd* pw = ::getpwnam(name.c_str());
+  if (pw == nullptr) throw std::runtime_error("there is no user \"" + name + "\"");
+  return {pw->pw_uid, pw->pw_gid};
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, std::optional<RunAs> run_as) {
   if (argv.empty()) throw std::invalid_argument("run_command: empty argv");
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed: " + std::string(std::strerror(errno)));
   if (pid == 0) {
+    become_child_of(parent, run_as, SIGKILL);
     ::setpgid(0, 0);  // Ctrl-C reaches skewbench, which decides; not initdb or pg_ctl
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::dup2(pipe_fds[1], STDERR_FILENO);
@@ -96,8 +120,7 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const Options& opti
   }
   if (pid_ == 0) {
     // The child must not outlive a parent that was killed without cleanup.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(1);
+    become_child_of(parent, options.run_as, options.parent_death_signal);
     ::setpgid(0, 0);  // Ctrl-C in the terminal reaches the parent only; it stops us.
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     if (stderr_fd >= 0) ::dup2(stderr_fd, STDERR_FILENO);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+
 #include <sys/types.h>
 
 namespace skewbench {
@@ -16,19 +18,33 @@ struct CommandResult {
   std::string output;  // stdout and stderr, interleaved
 };
 
-// Runs argv to completion and returns its exit code and output. Throws
-// std::runtime_error when the program cannot be started.
-CommandResult run_command(const std::vector<std::string>& argv);
+// A user for a child to run as (resolved before fork: getpwnam is not safe
+// between fork and exec in a threaded program).
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  // Resolves a user name; throws std::runtime_error when there is none.
+  static RunAs user(const std::string& name);
+};
+
+// Runs argv to completion and returns its exit code and output. The command
+// is killed (SIGKILL) if this process dies first, so that an initdb or a
+// pg_ctl never outlives the run that started it. Throws std::runtime_error
+// when the program cannot be started.
+CommandResult run_command(const std::vector<std::string>& argv, std::optional<RunAs> run_as = std::nullopt);
 
 // A child process that lives as long as this object. Its stdout is a pipe the
 // parent reads line by line (a service's ready line); its stderr is inherited or
-// sent to a file. The child gets SIGTERM if the parent dies, and the destructor
-// stops it: SIGTERM, a grace period, then SIGKILL.
+// sent to a file. The child gets a signal (SIGTERM unless told otherwise) if
+// the thread that started it dies, also when it runs as another user, and the
+// destructor stops it: SIGTERM, a grace period, then SIGKILL.
 class Subprocess {
  public:
   struct Options {
     std::map<std::string, std::string> env;  // added to the inherited environment
     std::optional<std::string> stderr_path;  // append stderr here instead of inheriting it
+    std::optional<RunAs> run_as;             // drop to this user before exec (we are root)
+    int parent_death_signal = SIGTERM;
   };
 
   Subprocess(const std::vector<std::string>& argv, const Options& options);

@@ -5,12 +5,14 @@
 #include <regex>
 #include <vector>
 
+#include <chrono>
 #include <csignal>
+#include <thread>
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "common/subprocess.hpp"
 
 namespace skewbench::infra {
@@ -61,88 +63,118 @@ fs::path find_postgres_bindir() {
 
 PostgresCluster::PostgresCluster(std::optional<fs::path> bindir)
     : bindir_(bindir ? *bindir : find_postgres_bindir()), dir_("skewbench-pg") {
-  as_root_ = ::geteuid() == 0;
-  if (as_root_) {
-    const passwd* pw = ::getpwnam("postgres");
-    if (pw == nullptr) {
+  start_watchdog();
+  if (::geteuid() == 0) {
+    // PostgreSQL refuses to run as root. The children drop to the postgres
+    // user themselves (no runuser in between), so that they still die with us.
+    try {
+      run_as_ = RunAs::user("postgres");
+    } catch (const std::exception&) {
       throw InfrastructureError("running as root needs a 'postgres' system user to run the throwaway cluster");
     }
-    if (::chown(dir_.path().c_str(), pw->pw_uid, pw->pw_gid) != 0) {
+    if (::chown(dir_.path().c_str(), run_as_->uid, run_as_->gid) != 0) {
       throw InfrastructureError("cannot hand " + dir_.path().string() + " to the postgres user");
     }
   }
-  const auto data = dir_.path() / "data";
-  const auto init = run_command(as_postgres({(bindir_ / "initdb").string(), "-D", data.string(), "-A", "trust", "-U",
-                                             "postgres", "-E", "UTF8", "--locale=C", "--no-sync"}));
+  const auto init = run_command({(bindir_ / "initdb").string(), "-D", data_dir().string(), "-A", "trust", "-U",
+                                 "postgres", "-E", "UTF8", "--locale=C", "--no-sync"},
+                                run_as_);
   if (init.exit_code != 0) throw InfrastructureError("initdb failed:\n" + init.output);
 
   // A port can be taken between asking and binding; try a few.
-  std::string last_output;
-  for (int attempt = 0; attempt < 5 && !running_; ++attempt) {
-    port_ = free_loopback_port();
-    const std::string options = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) +
-                                " -c unix_socket_directories=" + dir_.path().string();
-    const auto start =
-        run_command(as_postgres({(bindir_ / "pg_ctl").string(), "-D", data.string(), "-l",
-                                 (dir_.path() / "server.log").string(), "-o", options, "-w", "-t", "60", "start"}));
-    if (start.exit_code == 0) {
-      running_ = true;
-    } else {
-      last_output = start.output;
-    }
-  }
-  if (!running_) {
-    std::string log;
+  std::string last_error;
+  for (int attempt = 0; attempt < 5 && !running(); ++attempt) {
     try {
-      log = read_file(dir_.path() / "server.log");
-    } catch (const std::exception&) {
+      start(free_loopback_port());
+    } catch (const InfrastructureError& e) {
+      last_error = e.what();
     }
-    throw InfrastructureError("pg_ctl start failed:\n" + last_output + log);
   }
-  start_watchdog();
+  if (!running()) throw InfrastructureError(last_error);
 }
 
-void PostgresCluster::start_watchdog() {
-  std::string stop_command;
-  for (const auto& arg : as_postgres(
-           {(bindir_ / "pg_ctl").string(), "-D", (dir_.path() / "data").string(), "-m", "immediate", "-w", "stop"})) {
-    stop_command += "'" + arg + "' ";
+fs::path PostgresCluster::data_dir() const { return dir_.path() / "data"; }
+
+bool PostgresCluster::running() const { return server_ && server_->running(); }
+
+// The postmaster is our own child (not pg_ctl's), asking for SIGQUIT, an
+// immediate shutdown, when we die: no moment of start-up or of a run leaves
+// it running after skewbench is gone.
+void PostgresCluster::start(int port) {
+  port_ = port;
+  const auto log = dir_.path() / "server.log";
+  const auto log_offset = fs::exists(log) ? fs::file_size(log) : 0;
+  server_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{(bindir_ / "postgres").string(), "-D", data_dir().string(), "-p", std::to_string(port),
+                               "-c", "listen_addresses=127.0.0.1", "-c",
+                               "unix_socket_directories=" + dir_.path().string()},
+      Subprocess::Options{.stderr_path = log.string(), .run_as = run_as_, .parent_death_signal = SIGQUIT});
+  // Ready when postmaster.pid's status line says so, as pg_ctl -w reads it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!server_->running() || server_->wait_for_exit(std::chrono::milliseconds(0))) break;
+    std::string pid_file;
+    try {
+      pid_file = read_file(data_dir() / "postmaster.pid");
+    } catch (const std::exception&) {
+    }
+    if (pid_file.find("\nready") != std::string::npos) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // $0 is the cluster's directory. USR1: we stopped the server ourselves.
-  const std::string script = "cleanup() { " + stop_command + ">/dev/null 2>&1; rm -rf \"$0\"; exit 0; }; " +
-                             "trap cleanup TERM; trap 'exit 0' USR1; while :; do sleep 1 & wait $!; done";
+  server_->stop(std::chrono::milliseconds(2000));
+  server_.reset();
+  std::string text;
+  try {
+    text = read_file(log);
+    text = text.substr(std::min<std::size_t>(text.size(), static_cast<std::size_t>(log_offset)));
+  } catch (const std::exception&) {
+  }
+  throw InfrastructureError("PostgreSQL did not start on port " + std::to_string(port) + ":\n" + text);
+}
+
+// A shell that removes the cluster's directory if skewbench dies without
+// cleaning up (it gets SIGTERM when its parent dies, whatever the phase): it
+// waits for the postmaster, which got SIGQUIT, to remove its pid file. Should
+// it die too, the next run removes the directory (its owner file names us).
+void PostgresCluster::start_watchdog() {
+  const std::string script =
+      "cleanup() { i=0; while [ -f \"$0/data/postmaster.pid\" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+      "rm -rf \"$0\"; exit 0; }; trap cleanup TERM; trap 'exit 0' USR1; while :; do sleep 1 & wait $!; done";
   try {
     watchdog_ = std::make_unique<Subprocess>(std::vector<std::string>{"sh", "-c", script, dir_.path().string()},
                                              Subprocess::Options{});
   } catch (const std::exception&) {
-    // Without a watchdog the cluster is still stopped by the destructor.
+    // Without a watchdog the next run still removes the directory.
   }
 }
 
-PostgresCluster::~PostgresCluster() { stop(); }
-
-std::vector<std::string> PostgresCluster::as_postgres(std::vector<std::string> argv) const {
-  if (!as_root_) return argv;
-  std::vector<std::string> out = {"runuser", "-u", "postgres", "--"};
-  out.insert(out.end(), argv.begin(), argv.end());
-  return out;
+PostgresCluster::~PostgresCluster() {
+  stop();
+  if (watchdog_) {
+    // We clean up ourselves: the watchdog leaves without acting.
+    watchdog_->send_signal(SIGUSR1);
+    watchdog_->wait_for_exit(std::chrono::milliseconds(2000));
+  }
 }
 
 void PostgresCluster::stop() {
-  if (!running_) return;
-  running_ = false;
-  if (watchdog_) {
-    // We stop the server ourselves: the watchdog leaves without acting.
-    watchdog_->send_signal(SIGUSR1);
-    watchdog_->wait_for_exit(std::chrono::milliseconds(2000));
-    watchdog_.reset();
-  }
-  try {
-    run_command(as_postgres(
-        {(bindir_ / "pg_ctl").string(), "-D", (dir_.path() / "data").string(), "-m", "fast", "-w", "stop"}));
-  } catch (const std::exception&) {
-    // Nothing more to do; the directory is removed regardless.
-  }
+  if (!server_) return;
+  // SIGINT is PostgreSQL's fast shutdown: open connections are ended.
+  server_->send_signal(SIGINT);
+  if (!server_->wait_for_exit(std::chrono::milliseconds(10000))) server_->stop(std::chrono::milliseconds(2000));
+  server_.reset();
+}
+
+void PostgresCluster::stop_immediately() {
+  if (!server_) return;
+  server_->send_signal(SIGQUIT);
+  if (!server_->wait_for_exit(std::chrono::milliseconds(10000))) server_->stop(std::chrono::milliseconds(2000));
+  server_.reset();
+}
+
+void PostgresCluster::restart() {
+  stop();
+  start(port_);
 }
 
 std::string PostgresCluster::url() const {

@@ -2,8 +2,10 @@
 
 // A throwaway PostgreSQL cluster: initdb into a temporary directory (as the
 // postgres user when we are root, since PostgreSQL refuses to run as root),
-// trust authentication, listening on 127.0.0.1 at a free port. pg_ctl stops it
-// and the directory is removed when the object goes away.
+// trust authentication, listening on 127.0.0.1 at a free port. The postmaster
+// is a child of this process that gets SIGQUIT (immediate shutdown) if we die
+// at any moment, initdb is killed with us, and the directory carries our pid,
+// so a later run removes it once we are gone (see TempDir).
 
 #include <filesystem>
 #include <memory>
@@ -31,21 +33,26 @@ class PostgresCluster {
   // postgresql://postgres@127.0.0.1:PORT/postgres
   std::string url() const;
   int port() const { return port_; }
-  // Stops the server now (pg_ctl -m fast). Idempotent.
+  bool running() const;
+  pid_t pid() const { return server_ ? server_->pid() : -1; }
+  // Stops the server now (fast shutdown: connections are ended). Idempotent.
   void stop();
+  // Stops the server as a crash would (immediate shutdown, no checkpoint).
+  void stop_immediately();
+  // Starts a stopped server again on the same port and data (after stop(),
+  // stop_immediately(), or to restart a running one). Throws InfrastructureError.
+  void restart();
 
  private:
-  std::vector<std::string> as_postgres(std::vector<std::string> argv) const;
-
+  void start(int port);
   void start_watchdog();
+  std::filesystem::path data_dir() const;
 
   std::filesystem::path bindir_;
   TempDir dir_;
+  std::optional<RunAs> run_as_;
   int port_ = 0;
-  bool running_ = false;
-  bool as_root_ = false;
-  // A shell that stops the server and removes its directory if skewbench dies
-  // without cleaning up (SIGKILL): it gets SIGTERM when its parent exits.
+  std::unique_ptr<Subprocess> server_;
   std::unique_ptr<Subprocess> watchdog_;
 };
 
