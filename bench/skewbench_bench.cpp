@@ -145,6 +145,7 @@ class CountingOutbox final : public infra::OutboxApi {
   infra::OutboxRow read(const std::string& op) override {
     return timed(c_, t_, kPgRead, [&] { return inner_.read(op); });
   }
+  void reconnect() override { inner_.reconnect(); }
 
  private:
   infra::OutboxApi& inner_;

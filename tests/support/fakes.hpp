@@ -17,9 +17,27 @@ namespace skewbench::testing {
 class FakeRemote final : public infra::RemoteApi {
  public:
   bool fail_everything = false;
+  // Faults a scenario did not plan, as a transport that does not check would
+  // report them: the next POST vanishes before the remote reads it (no answer,
+  // nothing logged); the next POST is applied but its answer is lost although
+  // it was not sent with drop_ack; the remote restarts after the next POST.
+  bool lose_next_post = false;
+  bool vanish_next_answer = false;
+  bool restart_after_next_post = false;
+  std::string boot_id = "fake-boot-1";
 
   infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
+    if (lose_next_post) {
+      lose_next_post = false;
+      infra::HttpExchange lost;
+      lost.outcome = infra::TransportOutcome::AckUnknown;
+      return lost;
+    }
+    if (restart_after_next_post) {
+      restart_after_next_post = false;
+      boot_id = "fake-boot-2";
+    }
     auto& op = operations_[r.operation_id];
     infra::HttpExchange ex;
     ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", {{"Idempotency-Key", r.idempotency_key}}}};
@@ -42,8 +60,9 @@ class FakeRemote final : public infra::RemoteApi {
       ++op.effects;
       records_[r.idempotency_key] = {r.operation_id, r.logical_time_s + r.ttl_s};
     }
-    if (r.drop_ack) {
-      ++op.ack_drops;
+    if (r.drop_ack) ++op.ack_drops;
+    if (r.drop_ack || vanish_next_answer) {
+      if (!r.drop_ack) vanish_next_answer = false;
       ex.outcome = infra::TransportOutcome::AckUnknown;
       return ex;
     }
@@ -62,7 +81,7 @@ class FakeRemote final : public infra::RemoteApi {
     return ex;
   }
 
-  nlohmann::json health() override { return {{"status", "ok"}, {"boot_id", "fake"}}; }
+  nlohmann::json health() override { return {{"status", "ok"}, {"boot_id", boot_id}}; }
 
   infra::HttpExchange gc(const std::string& operation_id, std::int64_t t) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
@@ -107,7 +126,7 @@ class FakeRemote final : public infra::RemoteApi {
             {"ack_drops", op.ack_drops},
             {"active_idempotency_records", active},
             {"temporal_epoch", temporal_epoch},
-            {"boot_id", "fake"}};
+            {"boot_id", boot_id}};
   }
 
   std::map<std::string, Operation> operations_;
@@ -146,6 +165,7 @@ class FakeOutbox final : public infra::OutboxApi {
     row.status = "delivered";
     if (!row.delivered_at_s) row.delivered_at_s = t;
   }
+  void reconnect() override {}
   infra::OutboxRow read(const std::string& id) override {
     auto row = rows_.at(id);
     row.operation_id = id;

@@ -2,11 +2,13 @@
 // verdicts from measured counts, failing checks, errors, and digests.
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "common/digest.hpp"
 #include "common/json_reader.hpp"
 #include "evidence/evidence.hpp"
 #include "infra/pg_outbox.hpp"
+#include "infra/remote_snapshot.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "support/fakes.hpp"
@@ -25,6 +27,12 @@ runner::ScenarioResult run_with_fakes(const scenario::Scenario& s, const std::st
   testing::FakeOutbox outbox;
   runner::ScenarioRunner r(remote, outbox, {run_id, nullptr, nullptr, true});
   return r.run(s);
+}
+
+runner::ScenarioResult run_with_remote(testing::FakeRemote& remote, const std::string& name) {
+  testing::FakeOutbox outbox;
+  runner::ScenarioRunner r(remote, outbox, {"rtest", nullptr, nullptr, true});
+  return r.run(shipped(name));
 }
 
 }  // namespace
@@ -133,4 +141,46 @@ TEST_CASE("a scenario file with a key given twice is refused") {
   CHECK_THROWS_AS(parse_json_text(R"({"id": "a", "id": "b"})"), InputError);
   CHECK_THROWS_AS(parse_json_text(R"({"x": {"k": 1, "k": 2}})"), InputError);
   CHECK_NOTHROW(parse_json_text(R"({"x": {"k": 1}, "y": {"k": 2}})"));
+}
+
+TEST_CASE("a drop_ack POST that never reached the remote is ERROR, not ACK_UNKNOWN") {
+  // Seen in a sweep against a restarted remote: a CONFLICT cell read as SAFE.
+  for (const auto* name : {"018-unsafe-node-local.json", "018-declared-authority.json", "018-uncertainty.json"}) {
+    testing::FakeRemote remote;
+    remote.lose_next_post = true;
+    const auto r = run_with_remote(remote, name);
+    CHECK(r.verdict == "ERROR");
+    REQUIRE(r.error);
+    CHECK(r.error->find("request log") != std::string::npos);
+    CHECK_FALSE(r.pass);
+  }
+}
+
+TEST_CASE("a POST not sent with drop_ack whose answer is lost is ERROR") {
+  testing::FakeRemote remote;
+  remote.vanish_next_answer = true;
+  const auto r = run_with_remote(remote, "018-declared-authority.json");
+  CHECK(r.verdict == "ERROR");
+  REQUIRE(r.error);
+  CHECK(r.error->find("not sent with X-Drop-Ack") != std::string::npos);
+}
+
+TEST_CASE("a remote that restarted without a restart_remote step is ERROR") {
+  testing::FakeRemote remote;
+  remote.restart_after_next_post = true;
+  const auto r = run_with_remote(remote, "018-unsafe-node-local.json");
+  CHECK(r.verdict == "ERROR");
+  REQUIRE(r.error);
+  CHECK(r.error->find("restarted") != std::string::npos);
+  CHECK(r.error->find("fake-boot-2") != std::string::npos);
+}
+
+TEST_CASE("the remote ledger names every counter that disagrees") {
+  infra::RemoteLedger ledger{.boot_id = "a", .post_requests = 2, .ack_drops = 1};
+  infra::RemoteSnapshot snapshot{.status = "committed", .post_requests = 2, .ack_drops = 1, .boot_id = "a"};
+  CHECK_NOTHROW(ledger.check(snapshot, "here"));
+  snapshot.post_requests = 1;
+  CHECK_THROWS_WITH(ledger.check(snapshot, "here"),
+                    "here: the remote's request log holds post_requests 1, ack_drops 1 for this operation, but this "
+                    "scenario sent 2 and 1");
 }

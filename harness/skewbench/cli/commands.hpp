@@ -54,6 +54,7 @@ struct SweepArgs {
   int jobs = 0;  // 0 = the number of cores
   std::string shard = "1/1";
   ServiceArgs services;
+  int max_unreachable_s = 60;  // a service unreachable this long stops the sweep (exit 3)
   bool overwrite = false;
   bool dry_run = false;
   OutputFormat format = OutputFormat::Text;

@@ -44,6 +44,14 @@ void add_service_options(CLI::App* command, cli::ServiceArgs& services) {
   command->add_option("--remote-sync", services.remote_sync, "SQLite synchronous mode of a started remote-effect")
       ->check(CLI::IsMember({"full", "normal"}));
   command->add_flag("--quiet,-q", services.quiet, "no progress on stderr, no results table; failures still shown");
+  command
+      ->add_option("--http-timeout", services.http_timeout_s,
+                   "seconds to wait on the remote to connect, send or answer (default 30)")
+      ->check(CLI::Range(1, 3600));
+  command
+      ->add_option("--db-timeout", services.db_timeout_s,
+                   "seconds to wait on PostgreSQL to connect or run a statement (default 30)")
+      ->check(CLI::Range(1, 3600));
 }
 
 void add_format_option(CLI::App* command, OutputFormat& format, const std::vector<std::string>& names,
@@ -107,6 +115,10 @@ CLI::App* add_sweep(CLI::App& app, cli::SweepArgs& sweep) {
   command->add_option("--shard", sweep.shard, "run only slice I of N (cells with index % N == I-1), e.g. 1/2");
   command->add_flag("--dry-run", sweep.dry_run, "print the cells per policy and exit; nothing starts");
   add_service_options(command, sweep.services);
+  command
+      ->add_option("--max-unreachable-s", sweep.max_unreachable_s,
+                   "stop the sweep (exit 3) when a service stays unreachable this long (default 60)")
+      ->check(CLI::Range(1, 86400));
   auto* overwrite =
       command->add_flag("--overwrite", sweep.overwrite, "replace the sweep an --out directory already holds");
   command
@@ -119,7 +131,8 @@ CLI::App* add_sweep(CLI::App& app, cli::SweepArgs& sweep) {
   command->footer(footer("skewbench sweep scenarios/sweeps/018-offset-by-epsilon.json --out sweeps/eps -j 2",
                          "  0    every cell ran (or --dry-run)\n"
                          "  2    bad arguments, grid file or --out; nothing started\n"
-                         "  3    infrastructure error: some cells are ERROR (--resume runs them again)\n"
+                         "  3    infrastructure error: some cells are ERROR, or a service stayed unreachable\n"
+                         "       (--resume runs them again)\n"
                          "  130  interrupted; the cells done so far are kept (--resume continues)\n"));
   return command;
 }

@@ -183,7 +183,16 @@ int run_scenarios(const RunArgs& args) {
     for (const auto& s : scenarios) {
       if (s.needs_remote_control()) {
         std::cerr << "skewbench: " << s.source
-                  << ": restart_remote needs a remote-effect started by skewbench; drop --remote-url\n";
+                  << ": restart_remote and pause_remote need a remote-effect started by skewbench; drop --remote-url\n";
+        return exit_code::kUsage;
+      }
+    }
+  }
+  if (args.services.database_url) {
+    for (const auto& s : scenarios) {
+      if (s.needs_database_control()) {
+        std::cerr << "skewbench: " << s.source
+                  << ": restart_database needs a PostgreSQL started by skewbench; drop --database-url\n";
         return exit_code::kUsage;
       }
     }
@@ -202,6 +211,7 @@ int run_scenarios(const RunArgs& args) {
   evidence::RunEnvironment env;
   env.run_id = runner::new_run_id();
   env.started_at_utc = evidence::utc_now_iso8601();  // replaced once the services answer
+  env.timeouts = args.services.timeouts_json();
   std::vector<runner::ScenarioResult> results;
   std::vector<const scenario::Scenario*> scenario_ptrs;
   for (const auto& s : scenarios) scenario_ptrs.push_back(&s);
@@ -209,15 +219,20 @@ int run_scenarios(const RunArgs& args) {
   std::optional<std::string> infrastructure_error;
   try {
     runner::Stack stack(args.services);
-    infra::PgOutbox outbox(stack.database_url(), env.run_id);
-    infra::HttpRemote remote(stack.remote_url());
+    infra::PgOutbox outbox(stack.database_url(), env.run_id, {.timeout_s = args.services.db_timeout_s});
+    infra::HttpRemote remote(stack.remote_url(), {.timeout_s = args.services.http_timeout_s});
     const auto started_at = env.started_at_utc;
     env = evidence::describe_environment(env.run_id, outbox.info(), stack.database_url(), stack.embedded_database(),
                                          remote.health(), stack.remote_url(), stack.embedded_remote());
     env.started_at_utc = started_at;
+    env.timeouts = args.services.timeouts_json();
 
     runner::ScenarioRunner scenario_runner(remote, outbox,
-                                           {env.run_id, stack.remote_control(), &interrupted_flag(), true});
+                                           {.run_id = env.run_id,
+                                            .remote_control = stack.remote_control(),
+                                            .interrupted = &interrupted_flag(),
+                                            .evaluate_expectations = true,
+                                            .database_control = stack.database_control()});
     for (const auto& s : scenarios) {
       if (!args.services.quiet) std::cerr << "skewbench: running " << s.id << "\n";
       results.push_back(scenario_runner.run(s));

@@ -124,10 +124,12 @@ int run_sweep(const SweepArgs& args) {
     std::cerr << "skewbench: sweep needs --out DIR (or --dry-run to only list the cells)\n";
     return exit_code::kUsage;
   }
-  if (grid->cell_scenario(grid->cell(0)).needs_remote_control()) {
-    // Workers share one remote; one cell restarting it would break the others.
+  if (const auto base = grid->cell_scenario(grid->cell(0));
+      base.needs_remote_control() || base.needs_database_control()) {
+    // Workers share the services; one cell restarting or hanging them would break the others.
     std::cerr << "skewbench: " << args.grid_path
-              << ": the base scenario has a restart_remote step, which a sweep cannot run\n";
+              << ": the base scenario has a restart_remote, pause_remote or restart_database step, which a sweep "
+                 "cannot run\n";
     return exit_code::kUsage;
   }
   if (!service_options_are_usable(args.services)) return exit_code::kUsage;
@@ -157,12 +159,15 @@ int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep:
     std::vector<std::string> warnings;
     json environment;
     {
-      infra::PgOutbox outbox(stack.database_url(), run_id);
-      infra::HttpRemote remote(stack.remote_url());
+      infra::PgOutbox outbox(stack.database_url(), run_id, {.timeout_s = args.services.db_timeout_s});
+      infra::HttpRemote remote(stack.remote_url(), {.timeout_s = args.services.http_timeout_s});
       const auto env =
           evidence::describe_environment(run_id, outbox.info(), stack.database_url(), stack.embedded_database(),
                                          remote.health(), stack.remote_url(), stack.embedded_remote());
-      environment = env.to_json();
+      auto described = env;
+      described.timeouts = args.services.timeouts_json();
+      described.timeouts["max_unreachable_s"] = args.max_unreachable_s;
+      environment = described.to_json();
       warnings = env.warnings;
     }
     if (previous) {
@@ -184,6 +189,9 @@ int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep:
                                   .shard = shard,
                                   .progress = !args.services.quiet,
                                   .interrupted = &interrupted_flag(),
+                                  .http_timeouts = {.timeout_s = args.services.http_timeout_s},
+                                  .db_timeouts = {.timeout_s = args.services.db_timeout_s},
+                                  .max_unreachable_s = args.max_unreachable_s,
                                   .previous = previous,
                                   .cells_file = previous ? kResumeCellsFile : kCellsFile};
     const auto outcome = sweep::run_cells(grid, settings, out.path());
@@ -192,13 +200,18 @@ int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep:
     const auto summary = sweep::sweep_summary(grid, shard, outcome, environment, warnings, jobs);
     write_sweep_files(out, summary, run_id);
 
-    const int code = outcome.interrupted  ? exit_code::kInterrupted
-                     : outcome.errors > 0 ? exit_code::kInfrastructure
-                                          : exit_code::kPass;
+    const int code = outcome.unreachable   ? exit_code::kInfrastructure
+                     : outcome.interrupted ? exit_code::kInterrupted
+                     : outcome.errors > 0  ? exit_code::kInfrastructure
+                                           : exit_code::kPass;
     if (args.format == OutputFormat::Json) {
       std::cout << sweep::end_json(summary, out.path(), code).dump(2) << "\n";
     } else {
       std::cout << sweep::end_text(summary, out.path(), args.grid_path);
+    }
+    if (outcome.unreachable) {
+      std::cerr << "skewbench: sweep stopped after " << outcome.cells_done << " of " << outcome.cells_planned
+                << " cells: " << *outcome.unreachable << "\n";
     }
     return code;
   } catch (const scenario::ScenarioFileError& e) {

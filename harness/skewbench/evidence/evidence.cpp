@@ -78,6 +78,7 @@ json RunEnvironment::to_json() const {
           {"harness", harness_json()},
           {"postgresql", postgresql},
           {"remote_effect", remote_effect},
+          {"timeouts", timeouts},
           {"host", host},
           {"started_at_utc", started_at_utc},
           {"finished_at_utc", finished_at_utc}};

@@ -27,6 +27,7 @@ struct RunEnvironment {
   std::string run_id;
   nlohmann::json postgresql = nlohmann::json::object();     // server_version, server_version_num, url, embedded
   nlohmann::json remote_effect = nlohmann::json::object();  // url, boot_id, version, sqlite_version, sync, embedded
+  nlohmann::json timeouts = nlohmann::json::object();       // the --http-timeout and --db-timeout in force
   std::string started_at_utc;
   std::string finished_at_utc;
   std::vector<std::string> warnings;

@@ -60,14 +60,38 @@ HttpEndpoint parse_http_url(const std::string& url) {
   return out;
 }
 
-HttpRemote::HttpRemote(const std::string& base_url) : base_url_(base_url) {
+HttpRemote::HttpRemote(const std::string& base_url, HttpTimeouts timeouts) : base_url_(base_url), timeouts_(timeouts) {
+  if (timeouts_.timeout_s < 1) throw std::invalid_argument("the HTTP timeout must be at least 1 s");
   const auto endpoint = parse_http_url(base_url);
   client_ = std::make_unique<httplib::Client>(endpoint.host, endpoint.port);
   client_->set_tcp_nodelay(true);
   client_->set_keep_alive(true);
-  client_->set_connection_timeout(5, 0);
-  client_->set_read_timeout(30, 0);
-  client_->set_write_timeout(30, 0);
+  client_->set_connection_timeout(timeouts_.timeout_s, 0);
+  client_->set_read_timeout(timeouts_.timeout_s, 0);
+  client_->set_write_timeout(timeouts_.timeout_s, 0);
+}
+
+std::string HttpRemote::describe_failure(int error, std::int64_t waited_us) const {
+  const auto err = static_cast<httplib::Error>(error);
+  const auto limit = std::to_string(timeouts_.timeout_s) + " s (--http-timeout)";
+  // cpp-httplib reports a read that timed out and a connection the peer
+  // closed both as Error::Read; the time waited tells them apart.
+  const bool waited_full_timeout = waited_us >= static_cast<std::int64_t>(timeouts_.timeout_s) * 1000000 * 9 / 10;
+  if (waited_full_timeout) {
+    switch (err) {
+      case httplib::Error::Read:
+        return "read timed out after " + limit + "; the remote may still apply the request";
+      case httplib::Error::Write:
+        return "write timed out after " + limit;
+      case httplib::Error::Connection:
+      case httplib::Error::ConnectionTimeout:
+        return "connect timed out after " + limit;
+      default:
+        break;
+    }
+  }
+  if (err == httplib::Error::Read) return "the connection closed without a response (reset, or the remote stopped)";
+  return failure_reason(err, base_url_);
 }
 
 HttpRemote::~HttpRemote() = default;
@@ -91,14 +115,19 @@ HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
   ex.duration_us = micros_since(start);
   if (!res) {
     const auto err = res.error();
-    // The request went out and the connection ended without a response: the
-    // effect may exist. Anything else means the request never left.
-    if (err == httplib::Error::Read) {
+    const bool closed_before_timeout =
+        err == httplib::Error::Read && ex.duration_us < static_cast<std::int64_t>(timeouts_.timeout_s) * 900000;
+    // The planned outcome of X-Drop-Ack: the remote committed, then closed the
+    // connection without a byte. The caller checks the remote's request log,
+    // since a reset before the remote read the request looks the same here.
+    if (r.drop_ack && closed_before_timeout) {
       ex.outcome = TransportOutcome::AckUnknown;
       ex.response_body = nullptr;
       return ex;
     }
-    throw InfrastructureError("POST " + base_url_ + "/effects failed: " + failure_reason(err, base_url_));
+    throw InfrastructureError("POST " + base_url_ + "/effects" + (r.drop_ack ? " (X-Drop-Ack: 1)" : "") + ": " +
+                              describe_failure(static_cast<int>(err), ex.duration_us) +
+                              (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
   }
   ex.http_status = res->status;
   ex.response_body = parse_body(res->body, "POST /effects");
@@ -123,7 +152,10 @@ HttpExchange HttpRemote::status(const std::string& operation_id, std::int64_t lo
   const auto start = Clock::now();
   auto res = client_->Get(path, headers);
   ex.duration_us = micros_since(start);
-  if (!res) throw InfrastructureError("GET " + base_url_ + path + " failed: " + failure_reason(res.error(), base_url_));
+  if (!res) {
+    throw InfrastructureError("GET " + base_url_ + path + ": " +
+                              describe_failure(static_cast<int>(res.error()), ex.duration_us));
+  }
   if (res->status != 200) {
     throw InfrastructureError("GET " + path + " answered " + std::to_string(res->status) + ": " + res->body);
   }
@@ -151,9 +183,11 @@ HttpExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logica
 }
 
 nlohmann::json HttpRemote::health() {
+  const auto start = Clock::now();
   auto res = client_->Get("/health");
   if (!res) {
-    throw InfrastructureError("GET " + base_url_ + "/health failed: " + failure_reason(res.error(), base_url_));
+    throw InfrastructureError("GET " + base_url_ +
+                              "/health: " + describe_failure(static_cast<int>(res.error()), micros_since(start)));
   }
   if (res->status != 200) throw InfrastructureError("GET /health answered " + std::to_string(res->status));
   return parse_body(res->body, "GET /health");

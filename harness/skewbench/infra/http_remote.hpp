@@ -1,8 +1,14 @@
 #pragma once
 
 // The remote-effect client over one keep-alive cpp-httplib connection with
-// TCP_NODELAY. A POST that gets no response is ACK_UNKNOWN and is never retried
-// here: whether to send it again is recovery's decision, not the transport's.
+// TCP_NODELAY. Nothing is retried here: whether to send a POST again is
+// recovery's decision, not the transport's.
+//
+// Only one failure is a planned outcome: a POST sent with X-Drop-Ack whose
+// connection the remote closed without answering is ACK_UNKNOWN (the caller
+// then checks the remote's request log to see that it arrived). Every other
+// failure (refused or reset connection, a timeout, a POST not meant to drop
+// that gets no answer) is an InfrastructureError that says what happened.
 
 #include <memory>
 #include <string>
@@ -15,6 +21,11 @@ class Client;
 
 namespace skewbench::infra {
 
+// Every wait on the remote is bounded: connecting, sending and reading.
+struct HttpTimeouts {
+  int timeout_s = 30;  // --http-timeout
+};
+
 struct HttpEndpoint {
   std::string host;
   int port = 0;
@@ -26,7 +37,7 @@ HttpEndpoint parse_http_url(const std::string& url);
 
 class HttpRemote final : public RemoteApi {
  public:
-  explicit HttpRemote(const std::string& base_url);
+  explicit HttpRemote(const std::string& base_url, HttpTimeouts timeouts = {});
   ~HttpRemote() override;
 
   HttpExchange post_effect(const PostEffectRequest& request) override;
@@ -37,7 +48,11 @@ class HttpRemote final : public RemoteApi {
   const std::string& base_url() const { return base_url_; }
 
  private:
+  // Why a request got no response, in words that name the timeout that fired.
+  std::string describe_failure(int error, std::int64_t waited_us) const;
+
   std::string base_url_;
+  HttpTimeouts timeouts_;
   std::unique_ptr<httplib::Client> client_;
 };
 

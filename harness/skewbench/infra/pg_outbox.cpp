@@ -1,6 +1,12 @@
 #include "infra/pg_outbox.hpp"
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <regex>
+#include <thread>
+
+#include <sys/socket.h>
 
 #include "common/errors.hpp"
 #include "infra/pqxx_compat.hpp"
@@ -97,14 +103,100 @@ std::string redact_url(const std::string& url) {
   return std::regex_replace(std::regex_replace(url, kUserInfo, "$1***@"), kPasswordParameter, "$1$2***");
 }
 
+std::string with_connect_timeout(const std::string& database_url, int timeout_s) {
+  const auto setting = "connect_timeout=" + std::to_string(timeout_s);
+  const bool is_uri = database_url.rfind("postgresql://", 0) == 0 || database_url.rfind("postgres://", 0) == 0;
+  if (!is_uri) return database_url.empty() ? setting : database_url + " " + setting;
+  return database_url + (database_url.find('?') == std::string::npos ? "?" : "&") + setting;
+}
+
 struct PgOutbox::Connection {
   explicit Connection(const std::string& url) : pq(url) {}
   pqxx::connection pq;
 };
 
+// One helper thread per connection. While armed it waits for the deadline;
+// when the deadline passes first it shuts the socket down, which ends libpq's
+// blocked read with an error instead of waiting forever.
+class PgOutbox::Deadline {
+ public:
+  Deadline() : thread_([this] { watch(); }) {}
+  ~Deadline() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      quit_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+  void arm(int socket_fd, std::chrono::milliseconds limit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    socket_fd_ = socket_fd;
+    until_ = std::chrono::steady_clock::now() + limit;
+    armed_ = true;
+    fired_ = false;
+    changed_.notify_all();
+  }
+
+  // Returns whether the deadline fired while armed.
+  bool disarm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    armed_ = false;
+    changed_.notify_all();
+    return fired_;
+  }
+
+ private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!quit_) {
+      if (!armed_) {
+        changed_.wait(lock);
+      } else if (std::chrono::steady_clock::now() >= until_) {
+        ::shutdown(socket_fd_, SHUT_RDWR);
+        fired_ = true;
+        armed_ = false;
+      } else {
+        changed_.wait_until(lock, until_);
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool quit_ = false;
+  bool armed_ = false;
+  bool fired_ = false;
+  int socket_fd_ = -1;
+  std::chrono::steady_clock::time_point until_;
+  std::thread thread_;
+};
+
+template <typename F>
+auto PgOutbox::bounded(const char* what, F&& body) {
+  deadline_->arm(connection_->pq.sock(), std::chrono::seconds(timeouts_.timeout_s + 1));
+  struct Disarm {
+    Deadline& deadline;
+    ~Disarm() { deadline.disarm(); }
+  } disarm{*deadline_};
+  try {
+    return body();
+  } catch (const InfrastructureError&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (deadline_->disarm()) {
+      throw InfrastructureError(std::string("PostgreSQL did not answer ") + what + " within " +
+                                std::to_string(timeouts_.timeout_s + 1) +
+                                " s (--db-timeout + 1 s); the connection was closed");
+    }
+    throw InfrastructureError(std::string("PostgreSQL failed during ") + what + ": " + e.what());
+  }
+}
+
 template <typename F>
 auto PgOutbox::in_transaction(const char* what, F&& body) {
-  try {
+  return bounded(what, [&] {
     pqxx::work tx(connection_->pq);
     if constexpr (std::is_void_v<decltype(body(tx))>) {
       body(tx);
@@ -114,20 +206,32 @@ auto PgOutbox::in_transaction(const char* what, F&& body) {
       tx.commit();
       return out;
     }
-  } catch (const InfrastructureError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InfrastructureError(std::string("PostgreSQL failed during ") + what + ": " + e.what());
-  }
+  });
 }
 
-PgOutbox::PgOutbox(const std::string& database_url, std::string run_id) : run_id_(std::move(run_id)) {
+PgOutbox::PgOutbox(const std::string& database_url, std::string run_id, DbTimeouts timeouts)
+    : database_url_(database_url), timeouts_(timeouts), run_id_(std::move(run_id)) {
+  if (timeouts_.timeout_s < 1) throw std::invalid_argument("the database timeout must be at least 1 s");
+  deadline_ = std::make_unique<Deadline>();
+  connect();
+}
+
+void PgOutbox::reconnect() {
+  connection_.reset();
+  connect();
+}
+
+void PgOutbox::connect() {
   try {
-    connection_ = std::make_unique<Connection>(database_url);
+    // libpq waits at least 2 s for a connection, whatever is asked.
+    connection_ = std::make_unique<Connection>(with_connect_timeout(database_url_, timeouts_.timeout_s));
   } catch (const std::exception& e) {
-    throw InfrastructureError("cannot connect to PostgreSQL at " + redact_url(database_url) + ": " + e.what());
+    throw InfrastructureError("cannot connect to PostgreSQL at " + redact_url(database_url_) + " within " +
+                              std::to_string(std::max(2, timeouts_.timeout_s)) + " s (--db-timeout): " + e.what());
   }
   in_transaction("schema creation", [&](pqxx::work& tx) {
+    // Kept for the session, since the transaction commits.
+    pq::exec(tx, "SELECT set_config('statement_timeout', $1, false)", std::to_string(timeouts_.timeout_s * 1000));
     pq::exec0(tx, kSchemaLockSql);
     pq::exec0(tx, kSchemaSql);
     const auto v = pq::exec0(tx, "SELECT max(version) FROM skewbench.schema_version");
@@ -218,7 +322,7 @@ void PgOutbox::mark_delivered(const std::string& operation_id, std::int64_t logi
 
 OutboxRow PgOutbox::read(const std::string& operation_id) {
   // One statement, one round trip: no BEGIN/COMMIT around a single read.
-  try {
+  return bounded("read", [&] {
     pqxx::nontransaction tx(connection_->pq);
     const auto r = pq::exec_prepared(tx, "read_outbox", run_id_, operation_id);
     if (r.size() != 1) throw InfrastructureError("outbox: no business operation " + operation_id);
@@ -240,11 +344,7 @@ OutboxRow PgOutbox::read(const std::string& operation_id) {
       out.status = "absent";
     }
     return out;
-  } catch (const InfrastructureError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InfrastructureError(std::string("PostgreSQL failed during read: ") + e.what());
-  }
+  });
 }
 
 }  // namespace skewbench::infra

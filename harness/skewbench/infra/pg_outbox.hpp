@@ -12,6 +12,14 @@ namespace skewbench::infra {
 
 inline constexpr int kOutboxSchemaVersion = 1;
 
+// Every wait on PostgreSQL is bounded (--db-timeout): connecting (libpq
+// connect_timeout), each statement on the server (statement_timeout), and each
+// transaction from the client side, timeout_s + 1 s, since a server that stops
+// answering (SIGSTOP, a dead host) never cancels its own statement.
+struct DbTimeouts {
+  int timeout_s = 30;
+};
+
 struct PostgresInfo {
   std::string server_version;  // SHOW server_version, e.g. "17.6 (Debian ...)"
   int server_version_num = 0;  // e.g. 170006
@@ -24,7 +32,7 @@ class PgOutbox final : public OutboxApi {
   // workers may start at once) and prepares the statements. Throws
   // InfrastructureError when the database cannot be reached or its schema is
   // newer than this harness.
-  PgOutbox(const std::string& database_url, std::string run_id);
+  PgOutbox(const std::string& database_url, std::string run_id, DbTimeouts timeouts = {});
   ~PgOutbox() override;
 
   void declare_operation(const std::string& operation_id, std::int64_t business_version) override;
@@ -35,19 +43,33 @@ class PgOutbox final : public OutboxApi {
                       std::int64_t logical_time_s) override;
   void mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) override;
   OutboxRow read(const std::string& operation_id) override;
+  void reconnect() override;
 
   const PostgresInfo& info() const { return info_; }
 
  private:
   struct Connection;  // wraps pqxx::connection, whose type differs between libpqxx versions
+  class Deadline;     // shuts the socket down when a transaction overstays
 
   template <typename F>
   auto in_transaction(const char* what, F&& body);
+  void connect();
+
+  // Runs one round-trip sequence under the client-side deadline; a libpq error
+  // after the deadline fired is reported as the timeout it is.
+  template <typename F>
+  auto bounded(const char* what, F&& body);
 
   std::unique_ptr<Connection> connection_;
+  std::unique_ptr<Deadline> deadline_;
+  std::string database_url_;
+  DbTimeouts timeouts_;
   std::string run_id_;
   PostgresInfo info_;
 };
+
+// Adds connect_timeout to a libpq URL or key=value connection string.
+std::string with_connect_timeout(const std::string& database_url, int timeout_s);
 
 // Removes a scheme's credentials from a connection URL for evidence files.
 std::string redact_url(const std::string& url);

@@ -92,6 +92,9 @@ class OutboxApi {
   // Recovery concluded from the remote's state that the effect exists.
   virtual void mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) = 0;
   virtual OutboxRow read(const std::string& operation_id) = 0;
+  // Opens a new connection (after the database restarted). Throws
+  // InfrastructureError when it cannot.
+  virtual void reconnect() = 0;
 };
 
 }  // namespace skewbench::infra

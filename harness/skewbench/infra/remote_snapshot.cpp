@@ -44,4 +44,19 @@ RemoteSnapshot parse_snapshot(const nlohmann::json& body) {
   return out;
 }
 
+void RemoteLedger::check(const RemoteSnapshot& snapshot, const std::string& where) const {
+  std::string problems;
+  auto add = [&](const std::string& text) { problems += (problems.empty() ? "" : "; ") + text; };
+  if (!boot_id.empty() && snapshot.boot_id != boot_id) {
+    add("the remote restarted (boot_id " + boot_id + " became " + snapshot.boot_id +
+        ") and no restart_remote step asked for it");
+  }
+  if (snapshot.post_requests != post_requests || snapshot.ack_drops != ack_drops) {
+    add("the remote's request log holds post_requests " + std::to_string(snapshot.post_requests) + ", ack_drops " +
+        std::to_string(snapshot.ack_drops) + " for this operation, but this scenario sent " +
+        std::to_string(post_requests) + " and " + std::to_string(ack_drops));
+  }
+  if (!problems.empty()) throw InfrastructureError(where + ": " + problems);
+}
+
 }  // namespace skewbench::infra

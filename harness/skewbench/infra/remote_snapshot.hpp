@@ -25,4 +25,18 @@ struct RemoteSnapshot {
 // that is missing or mistyped: an unexpected reply is never guessed at.
 RemoteSnapshot parse_snapshot(const nlohmann::json& body);
 
+// What one scenario has sent to the remote, to hold every answer against: the
+// process it talks to (boot_id) and the operation's request log. A remote that
+// restarted unasked, lost a request or counts one this scenario never sent
+// has had a fault the scenario did not plan, and nothing it then says may
+// become a verdict.
+struct RemoteLedger {
+  std::string boot_id;             // from the scenario's first exchange; changed only by restart_remote
+  std::int64_t post_requests = 0;  // POSTs the remote must have logged (answered 200, or planned drops)
+  std::int64_t ack_drops = 0;      // of those, sent with X-Drop-Ack
+
+  // Throws InfrastructureError naming `where` and every field that disagrees.
+  void check(const RemoteSnapshot& snapshot, const std::string& where) const;
+};
+
 }  // namespace skewbench::infra

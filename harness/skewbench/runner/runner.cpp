@@ -27,10 +27,11 @@ const json* last_recover_observation(const json& timeline) {
 
 // The closing measurement, read back from the remote's own state and from the
 // outbox at the reference time of the last step.
-json measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const std::string& operation_id,
+json measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const steps::StepContext& context,
                    time::LogicalSeconds at_s) {
+  const auto& operation_id = context.operation_id;
   const auto ex = remote.status(operation_id, at_s);
-  const auto snapshot = infra::parse_snapshot(ex.response_body);
+  const auto snapshot = context.checked_snapshot(ex.response_body, "the closing GET /status answered, but");
   const auto row = outbox.read(operation_id);
   return {
       {"evaluation_time_s", at_s},
@@ -104,23 +105,27 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
 
   std::map<std::string, time::NodeClock> nodes;
   for (const auto& n : s.nodes) nodes.emplace(n.node_id, n);
-  steps::StepContext context{s.t0_s,
-                             s.ttl_s,
-                             nodes,
-                             *s.policy,
-                             remote_,
-                             outbox_,
-                             options_.remote_control,
-                             result.operation_id,
-                             result.idempotency_key,
-                             json{{"scenario", s.id}}.dump(),
-                             s.operation,
-                             /*posts_sent=*/0,
-                             /*bound_temporal_epoch=*/std::nullopt,
-                             /*watermarks_s=*/{}};
+  steps::StepContext context{.t0_s = s.t0_s,
+                             .ttl_s = s.ttl_s,
+                             .nodes = nodes,
+                             .policy = *s.policy,
+                             .remote = remote_,
+                             .outbox = outbox_,
+                             .remote_control = options_.remote_control,
+                             .database_control = options_.database_control,
+                             .operation_id = result.operation_id,
+                             .idempotency_key = result.idempotency_key,
+                             .payload = json{{"scenario", s.id}}.dump(),
+                             .ledger = {},
+                             .operation = s.operation,
+                             .posts_sent = 0,
+                             .bound_temporal_epoch = std::nullopt,
+                             .watermarks_s = {}};
 
   try {
     outbox_.declare_operation(result.operation_id, s.operation.initial_business_version);
+    // The process every later answer must come from.
+    context.ledger.boot_id = remote_.health().value("boot_id", std::string());
     for (std::size_t i = 0; i < s.steps.size(); ++i) {
       if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
       const auto& step = *s.steps[i].step;
@@ -144,7 +149,7 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
       result.timeline.push_back(std::move(record));
     }
     const auto last_at_s = s.steps.back().step->at_s();
-    result.final_measurement = measure_final(remote_, outbox_, result.operation_id, context.reference_time(last_at_s));
+    result.final_measurement = measure_final(remote_, outbox_, context, context.reference_time(last_at_s));
     result.verdict = compute_verdict(result.final_measurement, result.timeline);
     result.final_measurement["verdict"] = result.verdict;
   } catch (const Interrupted&) {

@@ -61,6 +61,7 @@ struct RunnerOptions {
   steps::RemoteControl* remote_control = nullptr;
   const std::atomic<bool>* interrupted = nullptr;  // checked before each step
   bool evaluate_expectations = true;               // false for sweep cells
+  steps::DatabaseControl* database_control = nullptr;
 };
 
 class ScenarioRunner {

@@ -1,8 +1,12 @@
 #include "runner/stack.hpp"
 
+#include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include <unistd.h>
 
@@ -72,10 +76,54 @@ Stack::Stack(const StackOptions& options) {
   }
 }
 
+// One thread that waits out a pause and sends SIGCONT; destroying it resumes
+// the remote at once, so that a run never ends with a stopped process.
+class Stack::Resumer {
+ public:
+  Resumer(pid_t pid, std::chrono::milliseconds duration)
+      : pid_(pid), until_(std::chrono::steady_clock::now() + duration), thread_([this] { wait_then_resume(); }) {}
+  ~Resumer() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      cancelled_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void wait_then_resume() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_until(lock, until_, [this] { return cancelled_; });
+    ::kill(pid_, SIGCONT);
+  }
+
+  pid_t pid_;
+  std::chrono::steady_clock::time_point until_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool cancelled_ = false;
+  std::thread thread_;
+};
+
 Stack::~Stack() = default;
+
+void Stack::pause_remote(std::chrono::milliseconds duration) {
+  if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot be paused");
+  resumer_.reset();  // an earlier pause ends first
+  if (::kill(remote_->pid(), SIGSTOP) != 0) throw InfrastructureError("cannot stop remote-effect (SIGSTOP)");
+  resumer_ = std::make_unique<Resumer>(remote_->pid(), duration);
+}
+
+void Stack::restart_database(bool immediate) {
+  if (!cluster_) throw InfrastructureError("the database is external and cannot be restarted");
+  if (immediate) cluster_->stop_immediately();
+  cluster_->restart();
+}
 
 std::string Stack::restart_remote() {
   if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot be restarted");
+  resumer_.reset();  // a paused process is resumed before it is asked to stop
   try {
     remote_->restart();
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 // remote-effect child process on a temporary SQLite file, both stopped when
 // the stack is destroyed (normal end, error or Ctrl-C).
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,14 +29,24 @@ struct StackOptions {
   std::optional<std::string> remote_url;    // external remote-effect, or start one
   std::optional<std::string> remote_effect_binary;
   std::string remote_sync = "full";
-  bool quiet = false;  // no progress lines on stderr
+  bool quiet = false;       // no progress lines on stderr
+  int http_timeout_s = 30;  // connect, send and read on the remote (--http-timeout)
+  int db_timeout_s = 30;    // connect and statement on PostgreSQL (--db-timeout)
+
+  // The timeouts in force, as the evidence records them.
+  nlohmann::json timeouts_json() const {
+    return {{"http_timeout_s", http_timeout_s},
+            {"db_connect_timeout_s", db_timeout_s < 2 ? 2 : db_timeout_s},
+            {"db_statement_timeout_s", db_timeout_s},
+            {"db_transaction_timeout_s", db_timeout_s + 1}};
+  }
 };
 
 // Finds the remote-effect executable: the given path, $SKEWBENCH_REMOTE_EFFECT_BIN,
 // the directory of the running skewbench executable, then PATH.
 std::string find_remote_effect_binary(const std::optional<std::string>& given);
 
-class Stack final : public steps::RemoteControl {
+class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
  public:
   // Throws InfrastructureError when a service cannot be started.
   explicit Stack(const StackOptions& options);
@@ -48,12 +59,19 @@ class Stack final : public steps::RemoteControl {
   // Null when the remote is external and cannot be restarted by us.
   steps::RemoteControl* remote_control() { return remote_ ? this : nullptr; }
 
+  // Null when the database is external.
+  steps::DatabaseControl* database_control() { return cluster_ ? this : nullptr; }
+
   std::string restart_remote() override;
+  void pause_remote(std::chrono::milliseconds duration) override;
+  void restart_database(bool immediate) override;
 
  private:
+  class Resumer;  // sends SIGCONT to a paused remote when its time is up
   std::unique_ptr<TempDir> work_dir_;
   std::unique_ptr<infra::PostgresCluster> cluster_;
   std::unique_ptr<remote_effect::RemoteEffectProcess> remote_;
+  std::unique_ptr<Resumer> resumer_;  // declared after remote_: resumes it before it is stopped
   std::string database_url_;
   std::string remote_url_;
 };

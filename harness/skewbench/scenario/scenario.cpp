@@ -205,8 +205,14 @@ Scenario parse_document(const json& doc, const std::string& source) {
 }  // namespace
 
 bool Scenario::needs_remote_control() const {
+  return std::any_of(steps.begin(), steps.end(), [](const ScenarioStep& s) {
+    return s.step->kind() == "restart_remote" || s.step->kind() == "pause_remote";
+  });
+}
+
+bool Scenario::needs_database_control() const {
   return std::any_of(steps.begin(), steps.end(),
-                     [](const ScenarioStep& s) { return s.step->kind() == "restart_remote"; });
+                     [](const ScenarioStep& s) { return s.step->kind() == "restart_database"; });
 }
 
 const steps::ObservedFields& final_fields() {

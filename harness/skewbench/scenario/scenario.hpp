@@ -92,7 +92,10 @@ struct Scenario {
   nlohmann::json document;  // the whole file as parsed: the run's exact input
   std::string source;       // where it came from (a path, or "sweep cell N")
 
+  // A step that restarts or hangs the remote (restart_remote, pause_remote).
   bool needs_remote_control() const;
+  // A step that restarts PostgreSQL (restart_database).
+  bool needs_database_control() const;
 };
 
 // The fields of the closing measurement a scenario's top-level "expect" may name.

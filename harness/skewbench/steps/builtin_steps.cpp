@@ -19,6 +19,15 @@ json exchange_json(const infra::HttpExchange& ex) {
   };
 }
 
+// A POST with X-Drop-Ack whose connection closed unanswered: that is the
+// planned outcome only if the remote logged it. A reset before the remote read
+// the request looks the same on the wire, so the request log decides.
+void confirm_dropped_ack(StepContext& ctx, LogicalSeconds logical_time_s, StepOutcome& out) {
+  const auto ex = ctx.remote.status(ctx.operation_id, logical_time_s);
+  out.exchanges.push_back(exchange_json(ex));
+  ctx.checked_snapshot(ex.response_body, "the X-Drop-Ack POST got no answer, but");
+}
+
 // One delivery attempt through the outbox: the attempt is recorded before the
 // POST and the outcome after it, each in its own transaction, so a crash in
 // between leaves an attempt whose outcome is unknown, exactly as on the wire.
@@ -31,10 +40,13 @@ json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, Ste
   infra::PostEffectRequest request{ctx.operation_id, key.wire, ctx.ttl_s, logical_time_s, drop_ack, ctx.payload};
   request.expected_temporal_epoch = fence_epoch;
   const auto ex = ctx.remote.post_effect(request);
-  const bool delivered = ex.outcome == infra::TransportOutcome::AckReceived;
-  ctx.outbox.record_outcome(ctx.operation_id, ex.outcome, delivered, logical_time_s);
   out.exchanges.push_back(exchange_json(ex));
-
+  if (ex.outcome == infra::TransportOutcome::AckUnknown) {
+    if (!drop_ack) throw InfrastructureError("POST /effects got no answer, and it was not sent with X-Drop-Ack");
+    ++ctx.ledger.post_requests;
+    ++ctx.ledger.ack_drops;
+    confirm_dropped_ack(ctx, logical_time_s, out);
+  }
   json observed = {
       {"transport_outcome", infra::to_string(ex.outcome)},
       {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
@@ -59,10 +71,13 @@ json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, Ste
       throw InfrastructureError("POST /effects answered 200 without a \"delivery\" field");
     }
     observed["delivery"] = body["delivery"];
-    const auto snapshot = infra::parse_snapshot(body);
+    ++ctx.ledger.post_requests;
+    const auto snapshot = ctx.checked_snapshot(body, "POST /effects answered 200, but");
     observed["effect_count"] = snapshot.effect_count;
     observed["post_requests"] = snapshot.post_requests;
   }
+  const bool delivered = ex.outcome == infra::TransportOutcome::AckReceived;
+  ctx.outbox.record_outcome(ctx.operation_id, ex.outcome, delivered, logical_time_s);
   return observed;
 }
 
@@ -126,7 +141,7 @@ class ObserveStep final : public Step {
     StepOutcome out;
     const auto ex = ctx.remote.status(ctx.operation_id, t);
     out.exchanges.push_back(exchange_json(ex));
-    const auto snapshot = infra::parse_snapshot(ex.response_body);
+    const auto snapshot = ctx.checked_snapshot(ex.response_body, "observe: GET /status answered, but");
     const auto row = ctx.outbox.read(ctx.operation_id);
     json state = nullptr;
     if (row.key_expires_at_s) state = policy::to_string(policy::classify_point(t, *row.key_expires_at_s));
@@ -155,7 +170,7 @@ class ObserveStep final : public Step {
 bool reconcile_with_remote(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) {
   const auto ex = ctx.remote.status(ctx.operation_id, time_s);
   out.exchanges.push_back(exchange_json(ex));
-  const auto snapshot = infra::parse_snapshot(ex.response_body);
+  const auto snapshot = ctx.checked_snapshot(ex.response_body, "recover: GET /status answered, but");
   const auto action = policy::reconcile(snapshot.status);
   out.observed["reconciled_status"] = snapshot.status;
   out.observed["reconcile_action"] = policy::to_string(action);
@@ -290,16 +305,73 @@ class RestartRemoteStep final : public Step {
       throw InfrastructureError("restart_remote needs a remote-effect started by skewbench (no --remote-url)");
     }
     const auto before = ctx.remote.health().value("boot_id", std::string());
+    if (!ctx.ledger.boot_id.empty() && before != ctx.ledger.boot_id) {
+      throw InfrastructureError("restart_remote: the remote had already restarted unasked (boot_id " +
+                                ctx.ledger.boot_id + " became " + before + ")");
+    }
     const auto after = ctx.remote_control->restart_remote();
+    ctx.ledger.boot_id = after;
     StepOutcome out;
     const auto ex = ctx.remote.status(ctx.operation_id, ctx.reference_time(at_s()));
     out.exchanges.push_back(exchange_json(ex));
-    const auto snapshot = infra::parse_snapshot(ex.response_body);
+    const auto snapshot = ctx.checked_snapshot(ex.response_body, "restart_remote: GET /status answered, but");
     out.observed = {{"boot_id_changed", !before.empty() && before != after},
                     {"effect_count", snapshot.effect_count},
                     {"status", snapshot.status}};
     return out;
   }
+};
+
+// --- pause_remote ----------------------------------------------------------
+
+// Hangs remote-effect (SIGSTOP) for a stretch of wall time; the steps after it
+// meet a remote that accepts connections and answers nothing. Shorter than
+// --http-timeout, they only wait; longer, the scenario is ERROR, as it must be.
+class PauseRemoteStep final : public Step {
+ public:
+  PauseRemoteStep(LogicalSeconds at_s, std::int64_t duration_ms) : Step(at_s), duration_ms_(duration_ms) {}
+  std::string_view kind() const override { return "pause_remote"; }
+  json parameters() const override { return {{"duration_ms", duration_ms_}}; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    if (ctx.remote_control == nullptr) {
+      throw InfrastructureError("pause_remote needs a remote-effect started by skewbench (no --remote-url)");
+    }
+    ctx.remote_control->pause_remote(std::chrono::milliseconds(duration_ms_));
+    return {};
+  }
+
+ private:
+  std::int64_t duration_ms_;
+};
+
+// --- restart_database ------------------------------------------------------
+
+// Stops PostgreSQL (immediately by default: a crash, no checkpoint) and starts
+// it again, then reconnects and reads the outbox row back: what was committed
+// must still be there.
+class RestartDatabaseStep final : public Step {
+ public:
+  RestartDatabaseStep(LogicalSeconds at_s, bool immediate) : Step(at_s), immediate_(immediate) {}
+  std::string_view kind() const override { return "restart_database"; }
+  json parameters() const override { return {{"mode", immediate_ ? "immediate" : "fast"}}; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    if (ctx.database_control == nullptr) {
+      throw InfrastructureError("restart_database needs a PostgreSQL started by skewbench (no --database-url)");
+    }
+    ctx.database_control->restart_database(immediate_);
+    ctx.outbox.reconnect();
+    const auto row = ctx.outbox.read(ctx.operation_id);
+    StepOutcome out;
+    out.observed = {{"business_state", row.business_state},
+                    {"outbox_status", row.status},
+                    {"delivery_attempts", row.delivery_attempts}};
+    return out;
+  }
+
+ private:
+  bool immediate_;
 };
 
 // --- registry --------------------------------------------------------------
@@ -405,11 +477,43 @@ StepRegistry make_builtin_registry() {
            return std::make_unique<RestartRemoteStep>(at_s);
          },
          /*takes_node=*/false});
+  r.add({"pause_remote",
+         "hang remote-effect (SIGSTOP) for duration_ms of wall time, then let it go on (SIGCONT); only when "
+         "skewbench started it",
+         {},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
+           const auto duration_ms = spec.require_int("duration_ms");
+           if (duration_ms < 1 || duration_ms > 600000) {
+             throw InputError(spec.child_path("duration_ms"), "must be between 1 and 600000");
+           }
+           return std::make_unique<PauseRemoteStep>(at_s, duration_ms);
+         },
+         /*takes_node=*/false});
+  r.add({"restart_database",
+         "stop PostgreSQL (mode immediate: as a crash; fast) and start it again, then reconnect; only when "
+         "skewbench started it",
+         {{"business_state", string_of({"absent", "committed"})},
+          {"outbox_status", string_of({"absent", "pending", "delivered"})},
+          {"delivery_attempts", integer()}},
+         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
+           const auto mode = spec.optional_string("mode").value_or("immediate");
+           if (mode != "immediate" && mode != "fast") {
+             throw InputError(spec.child_path("mode"), "\"" + mode + "\" is not one of: immediate, fast");
+           }
+           return std::make_unique<RestartDatabaseStep>(at_s, mode == "immediate");
+         },
+         /*takes_node=*/false});
   add_series_steps(r);
   return r;
 }
 
 }  // namespace
+
+infra::RemoteSnapshot StepContext::checked_snapshot(const nlohmann::json& body, const std::string& where) const {
+  const auto snapshot = infra::parse_snapshot(body);
+  ledger.check(snapshot, where);
+  return snapshot;
+}
 
 void StepRegistry::add(StepKind kind) {
   if (kinds_.contains(kind.name)) throw std::logic_error("step kind registered twice: " + kind.name);

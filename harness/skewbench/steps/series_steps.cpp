@@ -107,6 +107,7 @@ class BindTemporalEpochStep final : public Step {
     const auto ex = ctx.remote.status(ctx.operation_id, t);
     StepOutcome out;
     out.exchanges.push_back(exchange_record(ex));
+    ctx.checked_snapshot(ex.response_body, "bind_temporal_epoch: GET /status answered, but");
     ctx.bound_temporal_epoch = int_field(ex.response_body, "temporal_epoch", "GET /status");
     out.observed = {{"temporal_epoch", *ctx.bound_temporal_epoch}};
     return out;

@@ -7,6 +7,7 @@
 // restart, a clock rollback, a recovery later than the TTL) is a new step kind
 // or new data, never a change to the runner.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 
 #include "common/json_reader.hpp"
 #include "infra/ports.hpp"
+#include "infra/remote_snapshot.hpp"
 #include "policy/policy.hpp"
 #include "time/logical_time.hpp"
 
@@ -27,13 +29,27 @@ namespace skewbench::steps {
 
 using time::LogicalSeconds;
 
-// Lets a step restart the remote service; present only when the harness
-// started the service itself.
+// Lets a step restart or hang the remote service; present only when the
+// harness started the service itself. Faults a scenario author chooses are
+// steps like any other.
 class RemoteControl {
  public:
   virtual ~RemoteControl() = default;
   // Restarts on the same state file; returns the new boot_id.
   virtual std::string restart_remote() = 0;
+  // Stops the process (SIGSTOP) and lets it go on (SIGCONT) after `duration`
+  // of wall time; returns at once, so the next steps meet a hung remote.
+  virtual void pause_remote(std::chrono::milliseconds duration) = 0;
+};
+
+// Lets a step restart PostgreSQL; present only when the harness started the
+// cluster itself.
+class DatabaseControl {
+ public:
+  virtual ~DatabaseControl() = default;
+  // Stops the server (immediately: as a crash would, or fast) and starts it
+  // again on the same data and port.
+  virtual void restart_database(bool immediate) = 0;
 };
 
 // How a scenario's operation is named and which key each delivery carries.
@@ -72,10 +88,12 @@ struct StepContext {
   const policy::ReplayPolicy& policy;
   infra::RemoteApi& remote;
   infra::OutboxApi& outbox;
-  RemoteControl* remote_control = nullptr;  // null against an external remote
-  std::string operation_id;                 // namespaced by the run id
-  std::string idempotency_key;              // namespaced by the run id
-  std::string payload;                      // the request body every POST sends
+  RemoteControl* remote_control = nullptr;      // null against an external remote
+  DatabaseControl* database_control = nullptr;  // null against an external database
+  std::string operation_id;                     // namespaced by the run id
+  std::string idempotency_key;                  // namespaced by the run id
+  std::string payload;                          // the request body every POST sends
+  infra::RemoteLedger ledger;                   // what was sent, to hold every answer against
 
   OperationSettings operation;
 
@@ -92,6 +110,8 @@ struct StepContext {
   std::optional<LogicalSeconds> watermark_s(const std::string& node_id) const;
   // The key the next delivery POST carries (stable, or minted per attempt).
   DeliveryKey next_delivery_key();
+  // Parses a snapshot from a remote answer and checks it against the ledger.
+  infra::RemoteSnapshot checked_snapshot(const nlohmann::json& body, const std::string& where) const;
 };
 
 // What one step produced. `observed` holds the values expectations compare
@@ -157,7 +177,8 @@ class StepRegistry {
 };
 
 // commit_operation, post_effect, observe, recover, set_clock_offset,
-// restart_remote, and the series kinds (gc, bind_temporal_epoch).
+// restart_remote, pause_remote, restart_database, and the series kinds (gc,
+// bind_temporal_epoch).
 const StepRegistry& builtin_steps();
 
 // Registers the step kinds the #015-#019 series adds (steps/series_steps.cpp).

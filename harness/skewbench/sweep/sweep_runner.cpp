@@ -123,6 +123,70 @@ class ReorderBuffer {
   std::uint64_t next_ = 0;
 };
 
+// One worker's connections to both services, and the way back to them after
+// a fault: reconnect with exponential backoff until both answer, or give up
+// once they have been unreachable for the sweep's limit.
+class WorkerConnections {
+ public:
+  explicit WorkerConnections(const SweepSettings& settings) : settings_(settings) {}
+
+  bool ready() const { return runner_ != nullptr; }
+  runner::ScenarioRunner& runner() { return *runner_; }
+  const std::string& last_error() const { return last_error_; }
+
+  void drop() {
+    runner_.reset();
+    remote_.reset();
+    outbox_.reset();
+  }
+
+  // Returns false when the services stayed unreachable past the limit, or
+  // when `stopping` says so.
+  template <typename Stopping>
+  bool reconnect(Stopping stopping) {
+    const auto since = Clock::now();
+    auto backoff = std::chrono::milliseconds(100);
+    for (;;) {
+      if (try_connect()) return true;
+      const auto waited = Clock::now() - since;
+      if (waited >= std::chrono::seconds(settings_.max_unreachable_s)) {
+        last_error_ = "unreachable for " + std::to_string(settings_.max_unreachable_s) +
+                      " s (--max-unreachable-s): " + last_error_;
+        return false;
+      }
+      // Sleep in short slices so that Ctrl-C is not kept waiting.
+      for (auto slept = std::chrono::milliseconds(0); slept < backoff; slept += std::chrono::milliseconds(50)) {
+        if (stopping()) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
+  }
+
+ private:
+  bool try_connect() {
+    drop();
+    try {
+      outbox_ = std::make_unique<infra::PgOutbox>(settings_.database_url, settings_.run_id, settings_.db_timeouts);
+      remote_ = std::make_unique<infra::HttpRemote>(settings_.remote_url, settings_.http_timeouts);
+      remote_->health();
+    } catch (const std::exception& e) {
+      last_error_ = e.what();
+      drop();
+      return false;
+    }
+    runner_ = std::make_unique<runner::ScenarioRunner>(
+        *remote_, *outbox_, runner::RunnerOptions{settings_.run_id, settings_.remote_control, nullptr, false});
+    return true;
+  }
+
+  const SweepSettings& settings_;
+  std::unique_ptr<infra::PgOutbox> outbox_;
+  std::unique_ptr<infra::HttpRemote> remote_;
+  std::unique_ptr<runner::ScenarioRunner> runner_;
+  std::string last_error_;
+};
+
 }  // namespace
 
 Shard Shard::parse(const std::string& text) {
@@ -186,25 +250,20 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
   std::atomic<bool> stop{false};
   const auto started = Clock::now();
 
+  std::mutex unreachable_mutex;
   auto worker = [&]() {
-    // Each worker has its own connections; a worker that cannot connect turns
-    // its cells into ERROR records instead of hiding them.
-    std::unique_ptr<infra::PgOutbox> outbox;
-    std::unique_ptr<infra::HttpRemote> remote;
-    std::optional<std::string> connect_error;
-    try {
-      outbox = std::make_unique<infra::PgOutbox>(settings.database_url, settings.run_id);
-      remote = std::make_unique<infra::HttpRemote>(settings.remote_url);
-    } catch (const std::exception& e) {
-      connect_error = e.what();
-    }
-    std::unique_ptr<runner::ScenarioRunner> scenario_runner;
-    if (!connect_error) {
-      scenario_runner = std::make_unique<runner::ScenarioRunner>(
-          *remote, *outbox, runner::RunnerOptions{settings.run_id, settings.remote_control, nullptr, false});
-    }
+    auto stopping = [&] { return stop.load() || (settings.interrupted && settings.interrupted->load()); };
+    WorkerConnections connections(settings);
     for (;;) {
-      if (stop.load() || (settings.interrupted && settings.interrupted->load())) {
+      if (!connections.ready() && !connections.reconnect(stopping)) {
+        if (!stopping()) {
+          std::lock_guard<std::mutex> lock(unreachable_mutex);
+          if (!outcome.unreachable) outcome.unreachable = connections.last_error();
+        }
+        stop.store(true);
+        return;
+      }
+      if (stopping()) {
         stop.store(true);
         return;
       }
@@ -217,17 +276,14 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
       }
       const auto cell = grid.cell(settings.shard.cell_at(k));
       const auto cell_started = Clock::now();
-      json record;
-      if (connect_error) {
-        record = cell_record(grid, cell, nullptr, nullptr, nullptr, runner::kVerdictError, connect_error, 0);
-      } else {
-        const auto scenario = grid.cell_scenario(cell);
-        const auto r = scenario_runner->run(scenario);
-        record =
-            cell_record(grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict, r.error,
-                        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - cell_started).count());
-      }
-      buffer.push(k, std::move(record));
+      const auto scenario = grid.cell_scenario(cell);
+      const auto r = connections.runner().run(scenario);
+      // A cell that failed may have left its connections broken: start the
+      // next cell on fresh ones.
+      if (r.error) connections.drop();
+      buffer.push(
+          k, cell_record(grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict, r.error,
+                         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - cell_started).count()));
     }
   };
 
@@ -254,7 +310,7 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
   outcome.per_policy = writer.tally().to_json();
   outcome.errors = writer.tally().count(runner::kVerdictError);
   outcome.cells_reused = settings.previous ? settings.previous->kept_count() : 0;
-  outcome.interrupted = outcome.cells_done < outcome.cells_planned;
+  outcome.interrupted = !outcome.unreachable && outcome.cells_done < outcome.cells_planned;
   outcome.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
   return outcome;
 }

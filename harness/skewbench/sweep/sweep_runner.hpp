@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "infra/http_remote.hpp"
+#include "infra/pg_outbox.hpp"
 #include "steps/step.hpp"
 #include "sweep/cells.hpp"
 #include "sweep/grid.hpp"
@@ -40,6 +42,11 @@ struct SweepSettings {
   Shard shard;
   bool progress = true;
   const std::atomic<bool>* interrupted = nullptr;
+  infra::HttpTimeouts http_timeouts;
+  infra::DbTimeouts db_timeouts;
+  // A worker whose services stay unreachable this long stops the sweep
+  // (--max-unreachable-s); until then it reconnects with bounded backoff.
+  int max_unreachable_s = 60;
   // --resume: cells kept from the earlier cells.jsonl are copied, not run.
   PreviousCells* previous = nullptr;
   // The file written in out_dir (a resumed sweep writes beside cells.jsonl
@@ -53,12 +60,17 @@ struct SweepOutcome {
   std::string cells_core_digest;
   nlohmann::json per_policy;
   std::uint64_t errors = 0;
-  std::uint64_t cells_reused = 0;  // copied from the sweep that was resumed
-  bool interrupted = false;
+  bool interrupted = false;                // SIGINT/SIGTERM stopped the sweep
+  std::optional<std::string> unreachable;  // why the sweep stopped: a service stayed unreachable
+  std::uint64_t cells_reused = 0;         // copied from the sweep that was resumed
   double duration_s = 0;
 };
 
-// Writes cells.jsonl into out_dir. Infrastructure failures become ERROR cells.
+// Writes cells.jsonl into out_dir. An infrastructure failure during a cell
+// makes that cell ERROR; its worker then reconnects (backoff from 0.1 s,
+// doubling, at most 5 s) before it takes the next cell, and the sweep stops
+// with `unreachable` set when a service stays unreachable for
+// max_unreachable_s.
 SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const std::filesystem::path& out_dir);
 
 // The record of one finished cell, as a cells.jsonl line.

@@ -54,6 +54,7 @@ json sweep_summary(const Grid& grid, const Shard& shard, const SweepOutcome& out
           {"complete", outcome.cells_done == outcome.cells_planned},
           {"interrupted", outcome.interrupted},
           {"cells_reused", outcome.cells_reused},
+          {"unreachable", outcome.unreachable ? json(*outcome.unreachable) : json(nullptr)},
           {"per_policy", outcome.per_policy},
           {"cells_core_digest", outcome.cells_core_digest},
           {"errors", outcome.errors},
