@@ -177,7 +177,11 @@ TEST_CASE("a remote that restarted without a restart_remote step is ERROR") {
 
 TEST_CASE("the remote ledger names every counter that disagrees") {
   infra::RemoteLedger ledger{.boot_id = "a", .post_requests = 2, .ack_drops = 1};
-  infra::RemoteSnapshot snapshot{.status = "committed", .post_requests = 2, .ack_drops = 1, .boot_id = "a"};
+  infra::RemoteSnapshot snapshot;
+  snapshot.status = "committed";
+  snapshot.post_requests = 2;
+  snapshot.ack_drops = 1;
+  snapshot.boot_id = "a";
   CHECK_NOTHROW(ledger.check(snapshot, "here"));
   snapshot.post_requests = 1;
   CHECK_THROWS_WITH(ledger.check(snapshot, "here"),

@@ -108,7 +108,7 @@ void PostgresCluster::start(int port) {
       std::vector<std::string>{(bindir_ / "postgres").string(), "-D", data_dir().string(), "-p", std::to_string(port),
                                "-c", "listen_addresses=127.0.0.1", "-c",
                                "unix_socket_directories=" + dir_.path().string()},
-      Subprocess::Options{.stderr_path = log.string(), .run_as = run_as_, .parent_death_signal = SIGQUIT});
+      Subprocess::Options{.env = {}, .stderr_path = log.string(), .run_as = run_as_, .parent_death_signal = SIGQUIT});
   // Ready when postmaster.pid's status line says so, as pg_ctl -w reads it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
