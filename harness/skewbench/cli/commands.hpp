@@ -21,8 +21,8 @@ void install_signal_handlers();
 // Where the services are (URLs), or how to start them; shared by run and sweep.
 using ServiceArgs = runner::StackOptions;
 
-// Checks --remote-url, or that the remote-effect to start exists, before
-// anything starts; prints why and returns false.
+// Checks --remote-url (or that the remote-effect to start exists) and
+// --postgres-bin before anything starts; prints why and returns false.
 bool service_options_are_usable(const ServiceArgs& services);
 
 // Opens an --out folder (checked, locked, probed); prints why and returns

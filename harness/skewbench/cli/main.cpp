@@ -35,8 +35,13 @@ constexpr const char* kRunExitCodes =
 
 // The options run and sweep share: where the services are, or how to start them.
 void add_service_options(CLI::App* command, cli::ServiceArgs& services) {
-  command->add_option("--database-url", services.database_url,
-                      "PostgreSQL connection URL; without it a throwaway cluster is started");
+  auto* database_url = command->add_option("--database-url", services.database_url,
+                                           "PostgreSQL connection URL; without it a throwaway cluster is started");
+  command
+      ->add_option("--postgres-bin", services.postgres_bin,
+                   "directory with initdb, pg_ctl and postgres for the throwaway cluster (default: "
+                   "$SKEWBENCH_POSTGRES_BIN, the cached PostgreSQL 17.6, a system PostgreSQL 17, any system one)")
+      ->excludes(database_url);
   command->add_option("--remote-url", services.remote_url,
                       "remote-effect base URL (http://HOST:PORT); without it the service is started");
   command->add_option("--remote-effect-bin", services.remote_effect_binary,

@@ -16,6 +16,7 @@
 #include "evidence/published_result.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
+#include "infra/postgres_cluster.hpp"
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 #include "scenario/scenario.hpp"
@@ -122,7 +123,16 @@ void install_signal_handlers() {
 
 bool stdout_wants_colour() { return evidence::colour_wanted(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")); }
 
+// --postgres-bin must name a directory with the server binaries.
+bool postgres_bin_is_usable(const ServiceArgs& services) {
+  if (!services.postgres_bin || infra::is_postgres_bindir(*services.postgres_bin)) return true;
+  std::cerr << "skewbench: --postgres-bin " << *services.postgres_bin
+            << ": not a directory holding initdb, pg_ctl and postgres\n";
+  return false;
+}
+
 bool service_options_are_usable(const ServiceArgs& services) {
+  if (!postgres_bin_is_usable(services)) return false;
   if (!services.remote_url) {
     // A remote-effect that cannot be found is known now, not after PostgreSQL started.
     try {
@@ -222,7 +232,7 @@ int run_scenarios(const RunArgs& args) {
     infra::PgOutbox outbox(stack.database_url(), env.run_id, {.timeout_s = args.services.db_timeout_s});
     infra::HttpRemote remote(stack.remote_url(), {.timeout_s = args.services.http_timeout_s});
     const auto started_at = env.started_at_utc;
-    env = evidence::describe_environment(env.run_id, outbox.info(), stack.database_url(), stack.embedded_database(),
+    env = evidence::describe_environment(env.run_id, outbox.info(), stack.database_url(), stack.postgres_binaries(),
                                          remote.health(), stack.remote_url(), stack.embedded_remote());
     env.started_at_utc = started_at;
     env.timeouts = args.services.timeouts_json();

@@ -53,15 +53,23 @@ std::vector<std::string> standard_warnings(int postgres_major) {
 }
 
 RunEnvironment describe_environment(const std::string& run_id, const infra::PostgresInfo& postgres,
-                                    const std::string& database_url, bool embedded_database, const json& health,
-                                    const std::string& remote_url, bool embedded_remote) {
+                                    const std::string& database_url, const infra::PostgresBinaries* embedded_postgres,
+                                    const json& health, const std::string& remote_url, bool embedded_remote) {
   RunEnvironment env;
   env.run_id = run_id;
   env.started_at_utc = utc_now_iso8601();
   env.postgresql = {{"server_version", postgres.server_version},
                     {"server_version_num", postgres.server_version_num},
                     {"url", infra::redact_url(database_url)},
-                    {"embedded", embedded_database}};
+                    {"embedded", embedded_postgres != nullptr},
+                    {"bin_dir", nullptr},
+                    {"source", nullptr},
+                    {"binaries_version", nullptr}};
+  if (embedded_postgres != nullptr) {
+    env.postgresql["bin_dir"] = embedded_postgres->bin_dir.string();
+    env.postgresql["source"] = embedded_postgres->source;
+    env.postgresql["binaries_version"] = embedded_postgres->version;
+  }
   env.remote_effect = {{"url", remote_url}, {"embedded", embedded_remote}};
   for (const char* field :
        {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync", "default_ttl_seconds"}) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "infra/pg_outbox.hpp"
+#include "infra/postgres_cluster.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -25,7 +26,9 @@ inline constexpr int kReferencePostgresMajor = 17;
 // Where and with what a run happened. Nothing here enters a core digest.
 struct RunEnvironment {
   std::string run_id;
-  nlohmann::json postgresql = nlohmann::json::object();     // server_version, server_version_num, url, embedded
+  // server_version, server_version_num, url, embedded, and for a started
+  // cluster the binaries it ran on: bin_dir, source, binaries_version.
+  nlohmann::json postgresql = nlohmann::json::object();
   nlohmann::json remote_effect = nlohmann::json::object();  // url, boot_id, version, sqlite_version, sync, embedded
   nlohmann::json timeouts = nlohmann::json::object();       // the --http-timeout and --db-timeout in force
   std::string started_at_utc;
@@ -39,10 +42,11 @@ struct RunEnvironment {
 nlohmann::json harness_json();
 
 // What a run talks to, as recorded in every artifact: PostgreSQL's version and
-// (redacted) URL, and what remote-effect's /health says of itself. Also sets
-// the standard warnings and the start time.
+// (redacted) URL, the binaries of a started cluster (null: an external
+// database), and what remote-effect's /health says of itself. Also sets the
+// standard warnings and the start time.
 RunEnvironment describe_environment(const std::string& run_id, const infra::PostgresInfo& postgres,
-                                    const std::string& database_url, bool embedded_database,
+                                    const std::string& database_url, const infra::PostgresBinaries* embedded_postgres,
                                     const nlohmann::json& remote_health, const std::string& remote_url,
                                     bool embedded_remote);
 

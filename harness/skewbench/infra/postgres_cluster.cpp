@@ -20,49 +20,138 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool has_server_binaries(const fs::path& dir) { return fs::exists(dir / "initdb") && fs::exists(dir / "pg_ctl"); }
-
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   return s;
 }
 
-}  // namespace
-
-fs::path find_postgres_bindir() {
-  if (const char* env = std::getenv("SKEWBENCH_PG_BINDIR"); env && *env) {
-    if (has_server_binaries(env)) return env;
-    throw InfrastructureError(std::string("SKEWBENCH_PG_BINDIR=") + env + " has no initdb and pg_ctl");
-  }
+std::string read_postgres_version(const fs::path& bin_dir) {
+  std::vector<std::string> argv = {(bin_dir / "postgres").string(), "--version"};
+  // As root the server runs as the postgres user: ask as that user, so a
+  // directory it cannot traverse shows up here rather than in initdb.
+  if (::geteuid() == 0 && ::getpwnam("postgres") != nullptr)
+    argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
   try {
-    const auto r = run_command({"pg_config", "--bindir"});
-    if (r.exit_code == 0 && has_server_binaries(trim(r.output))) return trim(r.output);
+    const auto r = run_command(argv);
+    return r.exit_code == 0 ? trim(r.output) : std::string();
   } catch (const std::exception&) {
-    // pg_config is optional; fall through to the Debian layout.
+    return {};
   }
-  std::vector<std::pair<int, fs::path>> found;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
-    const auto bin = entry.path() / "bin";
-    int major = 0;
-    try {
-      major = std::stoi(entry.path().filename().string());
-    } catch (const std::exception&) {
-      continue;
-    }
-    if (has_server_binaries(bin)) found.emplace_back(major, bin);
-  }
-  if (found.empty()) {
-    throw InfrastructureError(
-        "no PostgreSQL server binaries (initdb, pg_ctl) found; install the postgresql package "
-        "or pass --database-url");
-  }
-  std::sort(found.begin(), found.end());
-  return found.back().second;
 }
 
-PostgresCluster::PostgresCluster(std::optional<fs::path> bindir)
-    : bindir_(bindir ? *bindir : find_postgres_bindir()), dir_("skewbench-pg") {
+// pg_config --bindir, then /usr/lib/postgresql/<major>/bin, newest first.
+std::vector<fs::path> system_postgres_dirs() {
+  std::vector<fs::path> dirs;
+  try {
+    const auto r = run_command({"pg_config", "--bindir"});
+    if (r.exit_code == 0 && !trim(r.output).empty()) dirs.emplace_back(trim(r.output));
+  } catch (const std::exception&) {
+    // pg_config is optional; the Debian layout follows.
+  }
+  std::vector<std::pair<int, fs::path>> debian;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
+    try {
+      debian.emplace_back(std::stoi(entry.path().filename().string()), entry.path() / "bin");
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(debian.begin(), debian.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [major, dir] : debian) {
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  }
+  return dirs;
+}
+
+// A directory the user named: it must hold the binaries and they must run.
+PostgresBinaries explicit_binaries(const PostgresSearch& search, const fs::path& dir, const std::string& name,
+                                   const std::string& source) {
+  if (!is_postgres_bindir(dir)) throw InfrastructureError(name + dir.string() + " has no initdb, pg_ctl and postgres");
+  auto version = search.version_of(dir);
+  if (version.empty()) {
+    throw InfrastructureError(
+        name + dir.string() + ": postgres --version fails" +
+        (::geteuid() == 0 ? " as the postgres user (can it traverse every parent directory?)" : std::string()));
+  }
+  return {.bin_dir = dir, .source = source, .version = std::move(version)};
+}
+
+std::optional<PostgresBinaries> cached_binaries(const PostgresSearch& search) {
+  if (!search.cache || !fs::exists(*search.cache / kCachedPostgresMarker)) return std::nullopt;
+  const auto bin = *search.cache / "bin";
+  if (!is_postgres_bindir(bin)) return std::nullopt;  // damaged: the scripts install it again
+  auto version = search.version_of(bin);
+  if (version.empty()) {
+    throw InfrastructureError("the cached PostgreSQL in " + search.cache->string() + " does not run" +
+                              (::geteuid() == 0
+                                   ? " as the postgres user; SKEWBENCH_CACHE_DIR must be a directory it can traverse"
+                                   : "; remove it and run scripts/reproduce.sh or scripts/test.sh again"));
+  }
+  return PostgresBinaries{.bin_dir = bin, .source = "cache", .version = std::move(version)};
+}
+
+std::optional<PostgresBinaries> system_binaries(const PostgresSearch& search) {
+  std::vector<PostgresBinaries> found;
+  for (const auto& dir : search.system) {
+    if (!is_postgres_bindir(dir)) continue;
+    auto version = search.version_of(dir);
+    if (!version.empty()) found.push_back({.bin_dir = dir, .source = "system", .version = std::move(version)});
+  }
+  for (const auto& b : found) {
+    if (postgres_major_of(b.version) == kPreferredPostgresMajor) return b;
+  }
+  if (found.empty()) return std::nullopt;
+  return found.front();
+}
+
+}  // namespace
+
+bool is_postgres_bindir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "initdb", ec) && fs::is_regular_file(dir / "pg_ctl", ec) &&
+         fs::is_regular_file(dir / "postgres", ec);
+}
+
+int postgres_major_of(const std::string& version) {
+  static const std::regex pattern(R"(\(PostgreSQL\) (\d+))");
+  std::smatch m;
+  return std::regex_search(version, m, pattern) ? std::stoi(m[1].str()) : 0;
+}
+
+std::optional<fs::path> skewbench_cache_dir() {
+  if (const char* dir = std::getenv("SKEWBENCH_CACHE_DIR"); dir && *dir) return fs::path(dir);
+  if (::geteuid() == 0) return fs::path("/var/cache/skewbench");
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "skewbench";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "skewbench";
+  return std::nullopt;
+}
+
+PostgresSearch default_postgres_search(std::optional<fs::path> flag) {
+  PostgresSearch search{.flag = std::move(flag), .system = system_postgres_dirs(), .version_of = read_postgres_version};
+  if (const char* env = std::getenv("SKEWBENCH_POSTGRES_BIN"); env && *env) {
+    search.env = env;
+  } else if (const char* old = std::getenv("SKEWBENCH_PG_BINDIR"); old && *old) {
+    search.env = old;
+    search.env_name = "SKEWBENCH_PG_BINDIR";
+  }
+  if (const auto cache = skewbench_cache_dir()) search.cache = *cache / kCachedPostgresDir;
+  return search;
+}
+
+PostgresBinaries find_postgres_binaries(const PostgresSearch& search) {
+  if (search.flag) return explicit_binaries(search, *search.flag, "--postgres-bin ", "flag");
+  if (search.env) return explicit_binaries(search, *search.env, search.env_name + "=", "env");
+  if (auto cached = cached_binaries(search)) return *cached;
+  if (auto system = system_binaries(search)) return *system;
+  throw InfrastructureError(
+      "no PostgreSQL server binaries (initdb, pg_ctl, postgres) found; run scripts/reproduce.sh or "
+      "scripts/test.sh to install PostgreSQL 17.6, install the postgresql package, or pass --database-url");
+}
+
+PostgresCluster::PostgresCluster(std::optional<PostgresBinaries> binaries)
+    : binaries_(binaries ? std::move(*binaries) : find_postgres_binaries(default_postgres_search())),
+      bindir_(binaries_.bin_dir),
+      dir_("skewbench-pg") {
   start_watchdog();
   if (::geteuid() == 0) {
     // PostgreSQL refuses to run as root. The children drop to the postgres

@@ -52,8 +52,12 @@ Stack::Stack(const StackOptions& options) {
   if (options.database_url) {
     database_url_ = *options.database_url;
   } else {
-    if (!options.quiet) std::cerr << "skewbench: starting a throwaway PostgreSQL cluster\n";
-    cluster_ = std::make_unique<infra::PostgresCluster>();
+    auto binaries = infra::find_postgres_binaries(infra::default_postgres_search(options.postgres_bin));
+    if (!options.quiet) {
+      std::cerr << "skewbench: starting a throwaway PostgreSQL cluster (" << binaries.version << ", " << binaries.source
+                << ": " << binaries.bin_dir.string() << ")\n";
+    }
+    cluster_ = std::make_unique<infra::PostgresCluster>(std::move(binaries));
     database_url_ = cluster_->url();
   }
   if (options.remote_url) {
@@ -120,6 +124,8 @@ void Stack::restart_database(bool immediate) {
   if (immediate) cluster_->stop_immediately();
   cluster_->restart();
 }
+
+const infra::PostgresBinaries* Stack::postgres_binaries() const { return cluster_ ? &cluster_->binaries() : nullptr; }
 
 std::string Stack::restart_remote() {
   if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot be restarted");

@@ -17,7 +17,8 @@
 
 namespace skewbench::infra {
 class PostgresCluster;
-}
+struct PostgresBinaries;
+}  // namespace skewbench::infra
 namespace skewbench::remote_effect {
 class RemoteEffectProcess;
 }
@@ -32,6 +33,8 @@ struct StackOptions {
   bool quiet = false;       // no progress lines on stderr
   int http_timeout_s = 30;  // connect, send and read on the remote (--http-timeout)
   int db_timeout_s = 30;    // connect and statement on PostgreSQL (--db-timeout)
+  // Server binaries of a started cluster (--postgres-bin); else chosen as in infra/postgres_cluster.hpp.
+  std::optional<std::string> postgres_bin = std::nullopt;
 
   // The timeouts in force, as the evidence records them.
   nlohmann::json timeouts_json() const {
@@ -55,6 +58,8 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   const std::string& database_url() const { return database_url_; }
   const std::string& remote_url() const { return remote_url_; }
   bool embedded_database() const { return cluster_ != nullptr; }
+  // The binaries of the started cluster; null when the database is external.
+  const infra::PostgresBinaries* postgres_binaries() const;
   bool embedded_remote() const { return remote_ != nullptr; }
   // Null when the remote is external and cannot be restarted by us.
   steps::RemoteControl* remote_control() { return remote_ ? this : nullptr; }
