@@ -9,6 +9,7 @@
 #include <csignal>
 #include <thread>
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include "common/errors.hpp"
