@@ -272,6 +272,11 @@ void ConnectionServer::close_after_response() {
   if (current_context) current_context->close_after = true;
 }
 
+std::size_t ConnectionServer::open_connections() const {
+  std::lock_guard lock(mutex_);
+  return open_.size();
+}
+
 bool ConnectionServer::admit(socket_t sock) {
   std::lock_guard lock(mutex_);
   if (stopping_ || open_.size() >= limits_.max_connections) return false;

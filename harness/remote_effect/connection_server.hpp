@@ -56,6 +56,9 @@ class ConnectionServer : public httplib::Server {
 
   const ConnectionLimits& limits() const { return limits_; }
 
+  // Connections admitted and not yet closed.
+  std::size_t open_connections() const;
+
   // About the request being handled on the calling thread; valid only inside
   // a handler (route, pre-routing, error or exception handler).
   static std::string_view current_request_head();  // request line and headers as received
@@ -76,7 +79,7 @@ class ConnectionServer : public httplib::Server {
   bool serve(socket_t sock);
 
   ConnectionLimits limits_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::set<socket_t> open_;  // guarded by mutex_; a socket leaves it before it is closed
   bool stopping_ = false;    // guarded by mutex_
 };

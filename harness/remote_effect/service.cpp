@@ -321,6 +321,7 @@ nlohmann::json Service::health() const {
           {"durable_idempotency_records", totals.durable_idempotency_records},
           {"temporal_epoch", totals.temporal_epoch},
           {"max_connections", options_.connections.max_connections},
+          {"open_connections", server_->open_connections()},
           {"schema_version", Store::kSchemaVersion},
           {"version", build_info::kVersion},
           {"git_commit", build_info::kGitCommit},
