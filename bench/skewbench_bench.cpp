@@ -177,7 +177,13 @@ std::array<double, kKinds> measure_floor(const std::string& database_url, const 
   const auto http_get = measure(n, [&](int) { remote.health(); });
   const auto http_post = measure(n, [&](int i) {
     const auto id = "floor-" + runner::new_run_id() + "-" + std::to_string(i);
-    remote.post_effect({id, id, 60, 1'000'000, false, "{}"});
+    remote.post_effect({.operation_id = id,
+                        .idempotency_key = id,
+                        .ttl_s = 60,
+                        .logical_time_s = 1'000'000,
+                        .drop_ack = false,
+                        .body = "{}",
+                        .expected_temporal_epoch = std::nullopt});
   });
   // Costs add up, so the floor a scenario implies is a sum of means.
   std::printf("floor (%d iterations each)              mean_us  median_us     p99_us\n", n);
@@ -243,8 +249,12 @@ void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
               static_cast<unsigned long long>(grid.cell_count()));
   for (unsigned jobs : {1u, 2u}) {
     TempDir out("skewbench-bench-sweep");
-    sweep::SweepSettings settings{
-        stack.database_url(), stack.remote_url(), nullptr, runner::new_run_id(), jobs, {}, false, nullptr};
+    sweep::SweepSettings settings;
+    settings.database_url = stack.database_url();
+    settings.remote_url = stack.remote_url();
+    settings.run_id = runner::new_run_id();
+    settings.jobs = jobs;
+    settings.progress = false;
     const auto outcome = sweep::run_cells(grid, settings, out.path());
     std::printf("  jobs %u: %llu cells in %.2f s = %.1f cells/s (%llu ERROR)\n", jobs,
                 static_cast<unsigned long long>(outcome.cells_done), outcome.duration_s,

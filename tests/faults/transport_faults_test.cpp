@@ -45,7 +45,8 @@ infra::PostEffectRequest post(const std::string& operation_id, bool drop_ack) {
           .ttl_s = 60,
           .logical_time_s = 100,
           .drop_ack = drop_ack,
-          .body = "{}"};
+          .body = "{}",
+          .expected_temporal_epoch = std::nullopt};
 }
 
 // Sends the POST to a stopped remote and kills the remote while the request
@@ -84,6 +85,7 @@ class KillDuringPost final : public infra::RemoteApi {
   }
   infra::HttpExchange status(const std::string& id, std::int64_t t) override { return client_->status(id, t); }
   nlohmann::json health() override { return client_->health(); }
+  infra::HttpExchange gc(const std::string& id, std::int64_t t) override { return client_->gc(id, t); }
 
  private:
   Remote& remote_;

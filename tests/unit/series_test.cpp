@@ -32,24 +32,33 @@ runner::ScenarioResult run_with_fakes(const scenario::Scenario& s) {
 
 const json& observed(const runner::ScenarioResult& r, std::size_t step) { return r.timeline.at(step).at("observed"); }
 
-// The first POST is lost before it reaches the remote: nothing is applied and
-// the caller sees no answer, so the remote's status stays "absent".
+// The first POST reaches the remote's request log, but the remote fails
+// before it applies the effect and the caller sees no answer: the status stays
+// "absent" while the log holds the planned drop, as the driver's ledger expects.
 class LosingRemote final : public infra::RemoteApi {
  public:
   infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
-    if (lost_++ > 0) return inner.post_effect(r);
+    if (lost_ > 0) return logged(inner.post_effect(r));
+    ++lost_;
     infra::HttpExchange ex;
     ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", {{"Idempotency-Key", r.idempotency_key}}}};
     ex.outcome = infra::TransportOutcome::AckUnknown;
     return ex;
   }
-  infra::HttpExchange status(const std::string& op, std::int64_t t) override { return inner.status(op, t); }
+  infra::HttpExchange status(const std::string& op, std::int64_t t) override { return logged(inner.status(op, t)); }
   json health() override { return inner.health(); }
   infra::HttpExchange gc(const std::string& op, std::int64_t t) override { return inner.gc(op, t); }
 
   testing::FakeRemote inner;
 
  private:
+  // Adds the lost request to the counts the inner fake reports.
+  infra::HttpExchange logged(infra::HttpExchange ex) const {
+    auto& body = ex.response_body;
+    if (body.contains("post_requests")) body["post_requests"] = body["post_requests"].get<std::int64_t>() + lost_;
+    if (body.contains("ack_drops")) body["ack_drops"] = body["ack_drops"].get<std::int64_t>() + lost_;
+    return ex;
+  }
   int lost_ = 0;
 };
 

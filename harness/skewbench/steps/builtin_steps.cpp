@@ -37,9 +37,13 @@ json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, Ste
              std::optional<std::int64_t> fence_epoch = std::nullopt) {
   ctx.outbox.record_attempt(ctx.operation_id, logical_time_s);
   const auto key = ctx.next_delivery_key();
-  infra::PostEffectRequest request{ctx.operation_id, key.wire, ctx.ttl_s, logical_time_s, drop_ack, ctx.payload};
-  request.expected_temporal_epoch = fence_epoch;
-  const auto ex = ctx.remote.post_effect(request);
+  const auto ex = ctx.remote.post_effect({.operation_id = ctx.operation_id,
+                                          .idempotency_key = key.wire,
+                                          .ttl_s = ctx.ttl_s,
+                                          .logical_time_s = logical_time_s,
+                                          .drop_ack = drop_ack,
+                                          .body = ctx.payload,
+                                          .expected_temporal_epoch = fence_epoch});
   out.exchanges.push_back(exchange_json(ex));
   if (ex.outcome == infra::TransportOutcome::AckUnknown) {
     if (!drop_ack) throw InfrastructureError("POST /effects got no answer, and it was not sent with X-Drop-Ack");
