@@ -58,7 +58,7 @@ class SmallTmpfs {
 };
 
 CommandResult run_into(const fs::path& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"run", source_path("scenarios"), "--out", out.string()};
+  std::vector<std::string> args = {"run", shared_service_scenarios(), "--out", out.string()};
   const auto services = shared_stack().service_args();
   args.insert(args.end(), services.begin(), services.end());
   args.insert(args.end(), extra.begin(), extra.end());

@@ -71,7 +71,7 @@ CommandResult sweep_into(const fs::path& grid, const fs::path& out, std::vector<
 // file of the user's own among them.
 fs::path make_checkout(const fs::path& root) {
   fs::create_directories(root / "scenarios" / "sweeps");
-  for (const auto& entry : fs::directory_iterator(source_path("scenarios"))) {
+  for (const auto& entry : fs::directory_iterator(shared_service_scenarios())) {
     if (entry.is_regular_file()) fs::copy_file(entry.path(), root / "scenarios" / entry.path().filename());
   }
   fs::copy_file(source_path("scenarios/sweeps/018-base.json"), root / "scenarios" / "sweeps" / "018-base.json");
@@ -123,7 +123,7 @@ TEST_CASE("a folder that is not empty and has no manifest is refused even with -
   fs::create_directories(out / "scenarios");
   write_file_atomically(out / "scenarios" / "mine.json", "{}");
   write_file_atomically(out / "summary.json", "{}");
-  const auto r = run_into({source_path("scenarios")}, out, {"--overwrite"});
+  const auto r = run_into({shared_service_scenarios()}, out, {"--overwrite"});
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, ContainsSubstring("holds no manifest.json"));
@@ -134,17 +134,18 @@ TEST_CASE("a folder that is not empty and has no manifest is refused even with -
 TEST_CASE("overwrite removes exactly the files the manifest lists and keeps the user's own") {
   TempDir dir("skewbench-evidir-it");
   const auto out = dir.path() / "out";
-  const auto first = run_into({source_path("scenarios")}, out);
+  const auto first = run_into({shared_service_scenarios()}, out);
   INFO(first.output);
   REQUIRE(first.exit_code == 0);
   const auto manifest = read_json(out / "manifest.json");
   CHECK(manifest["contents"] == "run");
   std::size_t scenario_files = 0;
-  for (const auto& entry : fs::directory_iterator(source_path("scenarios"))) {
+  for (const auto& entry : fs::directory_iterator(shared_service_scenarios())) {
     if (entry.path().extension() == ".json") ++scenario_files;
   }
-  // One evidence file per scenario, then summary.json, result.json and RESULT.md.
-  CHECK(manifest["files"].size() == scenario_files + 3);
+  // One evidence file per scenario, then summary.json, RESULT.md, result.json
+  // (#018) and result-015.json and result-017.json (the other benchmarks run).
+  CHECK(manifest["files"].size() == scenario_files + 5);
   write_file_atomically(out / "scenarios" / "my-notes.txt", "mine\n");
 
   // Without --overwrite: refused, untouched.
@@ -175,7 +176,7 @@ TEST_CASE("a run is refused at once with exit 2 naming the holder while another 
   FileLock holder(out / ".skewbench.lock", "pid 4242 (skewbench run, since 2026-11-30T00:00:00Z)");
   REQUIRE(holder.held());
   const auto started = std::chrono::steady_clock::now();
-  const auto r = run_into({source_path("scenarios")}, out);
+  const auto r = run_into({shared_service_scenarios()}, out);
   const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   INFO(r.output);
   CHECK(r.exit_code == 2);
@@ -195,7 +196,8 @@ TEST_CASE("two runs started together into one folder: one writes, the other exit
   shared_stack();
   CommandResult results[2];
   std::thread runs[2];
-  for (int i = 0; i < 2; ++i) runs[i] = std::thread([&, i] { results[i] = run_into({source_path("scenarios")}, out); });
+  for (int i = 0; i < 2; ++i)
+    runs[i] = std::thread([&, i] { results[i] = run_into({shared_service_scenarios()}, out); });
   for (auto& t : runs) t.join();
   INFO(results[0].output << results[1].output);
   CHECK(((results[0].exit_code == 0 && results[1].exit_code == 2) ||
@@ -210,7 +212,7 @@ TEST_CASE("two runs started together into one folder: one writes, the other exit
 
 TEST_CASE("an unusable --out or remote-effect binary is exit 2 before any service starts") {
   // No URLs: a run that got past the checks would start PostgreSQL and say so.
-  const auto run = run_skewbench({"run", source_path("scenarios"), "--out", "/proc/skewbench-out"});
+  const auto run = run_skewbench({"run", shared_service_scenarios(), "--out", "/proc/skewbench-out"});
   INFO(run.output);
   CHECK(run.exit_code == 2);
   CHECK_THAT(run.output, ContainsSubstring("/proc/skewbench-out"));
@@ -223,7 +225,7 @@ TEST_CASE("an unusable --out or remote-effect binary is exit 2 before any servic
   CHECK(sweep.exit_code == 2);
   CHECK_THAT(sweep.output, !ContainsSubstring("starting"));
 
-  const auto bin = run_skewbench({"run", source_path("scenarios"), "--out", (dir.path() / "o").string(),
+  const auto bin = run_skewbench({"run", shared_service_scenarios(), "--out", (dir.path() / "o").string(),
                                   "--remote-effect-bin", (dir.path() / "nothing").string()});
   INFO(bin.output);
   CHECK(bin.exit_code == 2);
@@ -268,7 +270,7 @@ TEST_CASE("sweep --overwrite removes the old report.html and maps/, which report
 TEST_CASE("verify says valid for a run and a sweep as written, and names what was altered") {
   TempDir dir("skewbench-evidir-it");
   const auto run = dir.path() / "run";
-  REQUIRE(run_into({source_path("scenarios")}, run).exit_code == 0);
+  REQUIRE(run_into({shared_service_scenarios()}, run).exit_code == 0);
   const auto ok = run_skewbench({"verify", run.string()});
   INFO(ok.output);
   CHECK(ok.exit_code == 0);
@@ -430,7 +432,7 @@ TEST_CASE("resume runs the ERROR cells again and refuses another grid") {
 
 TEST_CASE("what run and sweep write conforms to schemas/ by python3-jsonschema too") {
   TempDir dir("skewbench-evidir-it");
-  REQUIRE(run_into({source_path("scenarios")}, dir.path() / "run").exit_code == 0);
+  REQUIRE(run_into({shared_service_scenarios()}, dir.path() / "run").exit_code == 0);
   REQUIRE(sweep_into(write_grid(dir.path(), small_grid()), dir.path() / "sweep").exit_code == 0);
   const auto r = run_command({"python3", source_path("tests/support/check_schemas.py"), source_path("schemas"),
                               (dir.path() / "run").string(), (dir.path() / "sweep").string()});

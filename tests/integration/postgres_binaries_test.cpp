@@ -71,7 +71,8 @@ TEST_CASE("the flag --postgres-bin starts the cluster from the named directory a
   CHECK(pg["binaries_version"] == chosen.version);
 }
 
-TEST_CASE("the flag --postgres-bin without the server binaries, or with --database-url, is exit 2 before anything starts") {
+TEST_CASE(
+    "the flag --postgres-bin without the server binaries, or with --database-url, is exit 2 before anything starts") {
   TempDir dir("skewbench-it");
   const auto out = dir.path() / "out";
   const auto missing = run_skewbench({"run", source_path("scenarios/018-uncertainty.json"), "--out", out.string(),

@@ -23,25 +23,35 @@ json field(const json& document, const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("a real run of the three #018 scenarios gives every published result.json field, type and value") {
+TEST_CASE("a real run of scenarios/ gives every published field, type and value of the five result files") {
   TempDir out("skewbench-published");
   const auto r = run_skewbench({"run", source_path("scenarios"), "--out", out.path().string(), "-q"});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
+  for (const char* benchmark :
+       {"015-http-idempotency-boundary", "016-idempotency-state-durability", "017-idempotency-ttl-replay",
+        "018-idempotency-clock-skew", "019-idempotency-clock-rollback"}) {
+    INFO("benchmark " << benchmark);
+    const auto expected = published_values(benchmark);
+    const auto result = read_json(out.path() / expected["result_file"].get<std::string>());
+    for (const auto& [path, value] : expected["fields"].items()) {
+      INFO("field " << path);
+      const auto* actual = at_dotted_path(result, path);
+      REQUIRE(actual != nullptr);
+      CHECK(json_type(*actual) == json_type(value));
+      CHECK(*actual == value);
+    }
+    REQUIRE(result["checks"].size() == expected["checks"].size());
+    for (const auto& c : result["checks"]) {
+      INFO("check " << c["id"]);
+      CHECK(expected["checks"].value(c["id"].get<std::string>(), 0) == 2);
+      CHECK(c["points"] == 2);
+    }
+    CHECK(result["score"] == 10);
+    CHECK(result["outcome"] == "pass");
+  }
   const auto result = read_json(out.path() / "result.json");
   const auto expected = published_values("018-idempotency-clock-skew");
-  for (const auto& [path, value] : expected["fields"].items()) {
-    INFO("field " << path);
-    const auto* actual = at_dotted_path(result, path);
-    REQUIRE(actual != nullptr);
-    CHECK(json_type(*actual) == json_type(value));
-    CHECK(*actual == value);
-  }
-  for (const auto& c : result["checks"]) {
-    INFO("check " << c["id"]);
-    CHECK(expected["checks"].value(c["id"].get<std::string>(), 0) == 2);
-    CHECK(c["points"] == 2);
-  }
   // The published run used PostgreSQL 17.6; this one names its own server the same way.
   for (const auto& [path, value] : expected["environment_fields"].items()) {
     INFO("field " << path);
@@ -99,7 +109,15 @@ TEST_CASE("a real run of only the uncertainty scenario exits 0 and says the publ
   CHECK(result["score_coverage"]["checks"]["not_run"].size() == 4);
 
   const auto md = read_file(out.path() / "RESULT.md");
-  CHECK_THAT(md, ContainsSubstring("published checks **incomplete** (2 of 2 points that ran; 8 not run)"));
+  CHECK_THAT(
+      md,
+      ContainsSubstring(
+          "| 018-clock-skew-expiry-disagreement | `result.json` | incomplete | 2 of 2 points that ran; 8 not run |"));
+  // No section of the other benchmarks ran: no result file of theirs, no score.
+  for (const char* other : {"result-015.json", "result-016.json", "result-017.json", "result-019.json"}) {
+    CHECK_FALSE(fs::exists(out.path() / other));
+  }
+  CHECK_THAT(md, !ContainsSubstring("015-http-idempotency-boundary"));
   CHECK_THAT(md, ContainsSubstring("| ttp_clock_authority_invariant_proved | not run"));
   CHECK_THAT(md, !ContainsSubstring("**no**"));
   CHECK_THAT(r.output, ContainsSubstring("score 2 of 2 points that ran; 8 not run"));

@@ -11,6 +11,7 @@
 #include "infra/postgres_cluster.hpp"
 #include "remote_effect/launcher.hpp"
 #include "support/cli.hpp"
+#include "support/shared_stack.hpp"
 
 using namespace skewbench;
 using namespace skewbench::testing;
@@ -207,7 +208,7 @@ TEST_CASE("two runs at once against one database and one remote do not interfere
   for (int i = 0; i < 2; ++i) {
     runs[i] = std::thread([&, i] {
       results[i] =
-          run_skewbench({"run", source_path("scenarios"), "--database-url", cluster.url(), "--remote-url",
+          run_skewbench({"run", shared_service_scenarios(), "--database-url", cluster.url(), "--remote-url",
                          remote.base_url(), "--out", (dir.path() / ("out" + std::to_string(i))).string(), "-q"});
     });
   }
@@ -219,7 +220,7 @@ TEST_CASE("two runs at once against one database and one remote do not interfere
         read_json(dir.path() / "out1" / "summary.json")["core_digest"]);
 
   // A third run on the same long-lived services still reproduces #018.
-  const auto third = run_skewbench({"run", source_path("scenarios"), "--database-url", cluster.url(), "--remote-url",
+  const auto third = run_skewbench({"run", shared_service_scenarios(), "--database-url", cluster.url(), "--remote-url",
                                     remote.base_url(), "--out", (dir.path() / "out2").string(), "-q"});
   CHECK(third.exit_code == 0);
 }

@@ -3,6 +3,7 @@
 // One throwaway PostgreSQL cluster and one remote-effect process shared by
 // every test of a program (started on first use, stopped at exit).
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,25 @@ struct SharedStack {
 inline SharedStack& shared_stack() {
   static SharedStack s;
   return s;
+}
+
+// A folder holding the shipped scenario files that can run on shared services
+// (#015, #017, #018): #016 restarts the remote and needs its volatile mode, and
+// #019's cleanups advance the remote's one temporal epoch, which concurrent or
+// repeated runs on one remote would see differently.
+inline std::string shared_service_scenarios() {
+  static TempDir dir{"skewbench-shared-scenarios"};
+  static const bool copied = [] {
+    for (const auto& entry : std::filesystem::directory_iterator(SKEWBENCH_SOURCE_DIR "/scenarios")) {
+      const auto name = entry.path().filename().string();
+      if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+      if (name.starts_with("016-") || name.starts_with("019-")) continue;
+      std::filesystem::copy_file(entry.path(), dir.path() / name);
+    }
+    return true;
+  }();
+  (void)copied;
+  return dir.path().string();
 }
 
 }  // namespace skewbench::testing

@@ -100,7 +100,12 @@ TEST_CASE("without colour the console holds no escape sequence, and with colour 
 
 TEST_CASE("run's JSON summary lists every scenario and every failed check") {
   const auto r = failing_result();
-  const auto j = evidence::run_json({r}, {.evidence_dir = "out", .core_digest = "d", .warnings = {}, .exit_code = 1});
+  const auto j = evidence::run_json({r}, {.evidence_dir = "out",
+                                          .core_digest = "d",
+                                          .warnings = {},
+                                          .exit_code = 1,
+                                          .published = nullptr,
+                                          .published_series = {}});
   CHECK(j["exit_code"] == 1);
   CHECK(j["scenarios"][0]["as_expected"] == false);
   REQUIRE(j["failures"].size() == 1);
@@ -126,7 +131,7 @@ TEST_CASE("RESULT.md after an infrastructure error has one line per ERROR scenar
   env.run_id = "r1";
   const json summary = {{"outcome", "error"}, {"core_digest", "d"}};
   const auto md =
-      evidence::result_markdown(pointers, results, summary, evidence::published_result(pointers, results, env), env);
+      evidence::result_markdown(pointers, results, summary, evidence::published_files(pointers, results, env), env);
   CHECK_THAT(md, !ContainsSubstring("not measured"));
   CHECK(count_lines(md, ": ERROR: ") == 3);
   CHECK_THAT(md, ContainsSubstring("Connection refused / Is the server running"));

@@ -63,14 +63,16 @@ TEST_CASE("validate names a scenario id used by two files and a path that does n
 
 TEST_CASE("validate checks a grid as a grid, with its base scenario") {
   const auto shipped = sweep::check_files({source("scenarios/sweeps")});
-  // Each shipped grid beside its base scenario: 017-*, then 018-*.
-  REQUIRE(shipped.size() == 4);
+  // Each shipped grid beside its base scenario: 017-*, 018-*, then 019-*.
+  REQUIRE(shipped.size() == 6);
   for (const auto& c : shipped) CHECK(c.ok());
   CHECK(shipped[0].kind == "scenario");
   CHECK(shipped[1].kind == "grid");
   CHECK_THAT(shipped[1].summary, ContainsSubstring("grid 017-ttl-by-recovery-delay"));
   CHECK(shipped[3].kind == "grid");
   CHECK_THAT(shipped[3].summary, ContainsSubstring("grid 018-offset-by-epsilon"));
+  CHECK(shipped[5].kind == "grid");
+  CHECK_THAT(shipped[5].summary, ContainsSubstring("grid 019-rollback-by-gc"));
 
   TempDir dir("skewbench-validate");
   auto grid = shipped_json("scenarios/sweeps/018-offset-by-epsilon.json");

@@ -187,3 +187,48 @@ TEST_CASE("scenario settings are validated with their JSON path") {
   CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
                     "x.json: $.steps[1].kind: bind_temporal_epoch needs an earlier post_effect step");
 }
+
+TEST_CASE("a node's watermark is the largest time it has read, across a rollback") {
+  const auto s = shipped("019-watermark.json");
+  const auto r = run_with_fakes(s);
+  REQUIRE(r.error == std::nullopt);
+  const auto& recovery = r.timeline.back()["observed"];
+  CHECK(recovery["watermark_s"] == 10'000'070);
+  CHECK(recovery["reading_s"] == 10'000'050);
+  CHECK(recovery["decision_time_s"] == 10'000'070);
+  CHECK(recovery["temporal_state"] == "EXPIRED");
+  CHECK(recovery["decision"] == "RECONCILE_FIRST");
+  CHECK(recovery["replayed"] == false);
+  CHECK(r.verdict == "SAFE");
+  CHECK(r.pass);
+}
+
+TEST_CASE("gc removes the expired record and advances the epoch; the fenced replay is refused, then reconciled") {
+  const auto r = run_with_fakes(shipped("019-temporal-epoch-fence.json"));
+  REQUIRE(r.error == std::nullopt);
+  json gc, recovery;
+  for (const auto& rec : r.timeline) {
+    if (rec["kind"] == "gc") gc = rec["observed"];
+    if (rec["kind"] == "recover") recovery = rec["observed"];
+  }
+  CHECK(gc["removed_records"] == 1);
+  CHECK(gc["temporal_epoch_after"] == gc["temporal_epoch_before"].get<int>() + 1);
+  CHECK(recovery["transport_outcome"] == "FENCED_OUT");
+  CHECK(recovery["delivery"] == "fenced_out");
+  CHECK(recovery["replay_http_status"] == 409);
+  CHECK(recovery["fence_error"] == "temporal_epoch_mismatch");
+  CHECK(recovery["bound_temporal_epoch"] == gc["temporal_epoch_before"]);
+  CHECK(recovery["reconcile_action"] == "COMPLETE_WITHOUT_REPLAY");
+  CHECK(r.final_measurement["effect_count"] == 1);
+  CHECK(r.final_measurement["outbox_status"] == "delivered");
+  CHECK(r.verdict == "SAFE");
+  CHECK(r.pass);
+}
+
+TEST_CASE("without a fence the same purge and rollback duplicates the effect") {
+  const auto r = run_with_fakes(shipped("019-purge-then-rollback.json"));
+  REQUIRE(r.error == std::nullopt);
+  CHECK(r.final_measurement["effect_count"] == 2);
+  CHECK(r.verdict == "CONFLICT");
+  CHECK(r.pass);
+}

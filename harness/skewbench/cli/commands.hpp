@@ -11,6 +11,7 @@
 
 #include "evidence/out_folder.hpp"
 #include "runner/stack.hpp"
+#include "scenario/scenario.hpp"
 
 namespace skewbench::cli {
 
@@ -24,6 +25,10 @@ using ServiceArgs = runner::StackOptions;
 // Checks --remote-url (or that the remote-effect to start exists) and
 // --postgres-bin before anything starts; prints why and returns false.
 bool service_options_are_usable(const ServiceArgs& services);
+
+// Against --remote-url, every scenario that declares a dedupe mode needs the
+// service to run in it; prints which does not and returns false.
+bool remote_modes_match(const ServiceArgs& services, const std::vector<scenario::Scenario>& scenarios);
 
 // Opens an --out folder (checked, locked, probed); prints why and returns
 // nullptr when it cannot be used (exit code 2).

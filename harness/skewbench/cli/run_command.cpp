@@ -78,7 +78,7 @@ void print_run_outcome(const RunArgs& args, const std::vector<runner::ScenarioRe
   const bool colour = stdout_wants_colour();
   if (!args.services.quiet) std::cout << evidence::results_table(results, colour);
   std::cout << evidence::failures_summary(results, colour);
-  if (!report.published.is_null()) std::cout << evidence::published_checks_text(report.published);
+  for (const auto& published : report.published_series) std::cout << evidence::published_checks_text(published);
   std::cout << evidence::outcome_line(results) << "\n";
   std::cout << "evidence: " << report.evidence_dir.string() << "  core digest: " << report.core_digest << "\n";
   for (const auto& w : report.warnings) std::cout << "warning: " << w << "\n";
@@ -152,6 +152,31 @@ bool service_options_are_usable(const ServiceArgs& services) {
   }
 }
 
+// An unreachable remote is left to the run, which reports it as an
+// infrastructure error.
+bool remote_modes_match(const ServiceArgs& services, const std::vector<scenario::Scenario>& scenarios) {
+  if (!services.remote_url) return true;
+  std::optional<std::string> running;
+  try {
+    infra::HttpRemote remote(*services.remote_url);
+    const auto health = remote.health();
+    running = health.value("idempotency_mode", json(nullptr)).is_string()
+                  ? health["idempotency_mode"].get<std::string>()
+                  : std::string("(not reported)");
+  } catch (const std::exception&) {
+    return true;
+  }
+  for (const auto& s : scenarios) {
+    if (s.dedupe_mode && *s.dedupe_mode != *running) {
+      std::cerr << "skewbench: " << s.source << ": needs remote dedupe mode \"" << *s.dedupe_mode << "\" but "
+                << *services.remote_url << " runs \"" << *running << "\"; start it with --dedupe " << *s.dedupe_mode
+                << " or drop --remote-url\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 std::unique_ptr<evidence::OutFolder> open_out_folder(const evidence::OutFolderRequest& request) {
   try {
     return std::make_unique<evidence::OutFolder>(request);
@@ -189,6 +214,7 @@ int run_scenarios(const RunArgs& args) {
   }
   const fs::path out_dir = args.out_dir;
   if (!service_options_are_usable(args.services)) return exit_code::kUsage;
+  if (!remote_modes_match(args.services, scenarios)) return exit_code::kUsage;
   if (args.services.remote_url) {
     for (const auto& s : scenarios) {
       if (s.needs_remote_control()) {
@@ -288,14 +314,18 @@ int run_scenarios(const RunArgs& args) {
   }
 
   const int code = run_exit_code(results);
-  print_run_outcome(args, results,
-                    {.evidence_dir = out_dir,
-                     .core_digest = digest,
-                     .warnings = env.warnings,
-                     .exit_code = code,
-                     .published = evidence::run_reports_on(evidence::benchmark_018(), scenario_ptrs)
-                                      ? evidence::published_result(scenario_ptrs, results, env)
-                                      : nlohmann::json(nullptr)});
+  evidence::RunReport report{.evidence_dir = out_dir,
+                             .core_digest = digest,
+                             .warnings = env.warnings,
+                             .exit_code = code,
+                             .published = nullptr,
+                             .published_series = {}};
+  for (auto& file : evidence::published_files(scenario_ptrs, results, env)) {
+    if (!evidence::run_reports_on(*file.benchmark, scenario_ptrs)) continue;
+    if (file.benchmark == &evidence::benchmark_018()) report.published = file.result;
+    report.published_series.push_back(std::move(file.result));
+  }
+  print_run_outcome(args, results, report);
   return code;
 }
 

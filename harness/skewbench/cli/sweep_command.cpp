@@ -132,7 +132,18 @@ int run_sweep(const SweepArgs& args) {
                  "cannot run\n";
     return exit_code::kUsage;
   }
+  for (const auto& axis : grid->axes()) {
+    if (axis.pointer == "/remote" || axis.pointer.starts_with("/remote/")) {
+      // The workers share one remote-effect, which runs in one dedupe mode.
+      std::cerr << "skewbench: " << args.grid_path << ": axis \"" << axis.name << "\" varies " << axis.pointer
+                << "; a sweep runs every cell against one remote in the base scenario's dedupe mode\n";
+      return exit_code::kUsage;
+    }
+  }
   if (!service_options_are_usable(args.services)) return exit_code::kUsage;
+  std::vector<scenario::Scenario> base;
+  base.push_back(grid->cell_scenario(grid->cell(0)));
+  if (!remote_modes_match(args.services, base)) return exit_code::kUsage;
   const auto out = open_out_folder({.path = args.out_dir,
                                     .kind = evidence::FolderKind::kSweep,
                                     .overwrite = args.overwrite,
@@ -155,6 +166,10 @@ int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep:
       args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
   try {
     runner::Stack stack(args.services);
+    // Every cell shares the base scenario's dedupe mode (no axis may vary it).
+    if (const auto mode = grid.cell_scenario(grid.cell(0)).dedupe_mode; mode && stack.embedded_remote()) {
+      stack.use_dedupe_mode(*mode);
+    }
     const auto run_id = runner::new_run_id();
     std::vector<std::string> warnings;
     json environment;

@@ -132,6 +132,8 @@ json run_json(const std::vector<runner::ScenarioResult>& results, const RunRepor
                           {"measured", c.measured}});
     }
   }
+  json series = json::array();
+  for (const auto& published : report.published_series) series.push_back(published_summary(published));
   return {{"command", "run"},
           {"exit_code", report.exit_code},
           {"evidence_dir", report.evidence_dir.string()},
@@ -139,6 +141,7 @@ json run_json(const std::vector<runner::ScenarioResult>& results, const RunRepor
           {"scenarios", scenarios},
           {"failures", failures},
           {"published", published_summary(report.published)},
+          {"published_series", series},
           {"warnings", report.warnings}};
 }
 

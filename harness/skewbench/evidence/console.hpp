@@ -29,8 +29,10 @@ std::string failures_summary(const std::vector<runner::ScenarioResult>& results,
 // The closing line: how many scenarios went as expected.
 std::string outcome_line(const std::vector<runner::ScenarioResult>& results);
 
-// A run's outcome for machines (run --format json); `published` carries the
-// published checks' outcome, score and coverage (null when none was reported).
+// A run's outcome for machines (run --format json); `published` carries #018's
+// published checks' outcome, score and coverage (null when the run reports on
+// no #018 section), `published_series` the same for every benchmark of the
+// series the run reports on, #018 included.
 struct RunReport {
   std::filesystem::path evidence_dir;
   std::string core_digest;
@@ -38,6 +40,8 @@ struct RunReport {
   int exit_code = 0;
   // result.json when the run reports on a published section, else null.
   nlohmann::json published = nullptr;
+  // The result file of each benchmark the run reports on, in series order.
+  std::vector<nlohmann::json> published_series;
 };
 nlohmann::json run_json(const std::vector<runner::ScenarioResult>& results, const RunReport& report);
 

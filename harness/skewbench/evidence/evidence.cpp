@@ -207,10 +207,12 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
                         {"outcome", any_error ? "error" : (all_pass ? "pass" : "fail")},
                         {"scenarios", rows},
                         {"core_digest", run_digest}};
-  const auto published = published_result(scenarios, results, env);
-  auto published_with_env = published;
-  published_with_env["environment"] = environment;
-  write_unsynced(out_dir / "result.json", published_with_env.dump(2) + "\n");
+  const auto published = published_files(scenarios, results, env);
+  for (const auto& file : published) {
+    auto with_environment = file.result;
+    with_environment["environment"] = environment;
+    write_unsynced(out_dir / file.benchmark->result_file, with_environment.dump(2) + "\n");
+  }
   write_unsynced(out_dir / "RESULT.md", result_markdown(scenarios, results, summary, published, env));
   write_unsynced(out_dir / "summary.json", summary.dump(2) + "\n");
   return run_digest;

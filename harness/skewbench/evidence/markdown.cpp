@@ -40,15 +40,23 @@ std::string failures_markdown(const std::vector<runner::ScenarioResult>& results
 
 std::string result_markdown(const std::vector<const scenario::Scenario*>& scenarios,
                             const std::vector<runner::ScenarioResult>& results, const json& summary,
-                            const json& published, const RunEnvironment& env) {
+                            const std::vector<PublishedFile>& published, const RunEnvironment& env) {
   std::ostringstream md;
   md << "# skewbench run " << env.run_id << "\n\n";
-  const bool reports_published = run_reports_on(benchmark_018(), scenarios);
-  md << "Schema " << kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**";
-  if (reports_published) {
-    md << "; published checks **" << published["outcome"].get<std::string>() << "** (" << score_line(published) << ")";
+  std::vector<const json*> reported;  // the published results whose sections ran
+  for (const auto& file : published) {
+    if (run_reports_on(*file.benchmark, scenarios)) reported.push_back(&file.result);
   }
-  md << ".\n\n";
+  md << "Schema " << kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**.\n\n";
+  if (!reported.empty()) {
+    md << "| published benchmark | result file | checks | score |\n|---|---|---|---|\n";
+    for (const auto& file : published) {
+      if (!run_reports_on(*file.benchmark, scenarios)) continue;
+      md << "| " << file.benchmark->id << " | `" << file.benchmark->result_file << "` | "
+         << file.result["outcome"].get<std::string>() << " | " << score_line(file.result) << " |\n";
+    }
+    md << "\n";
+  }
   md << "| scenario | policy | temporal state | decision | POSTs | effects | final status | verdict | pass |\n";
   md << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
@@ -59,7 +67,7 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
        << cell(row_final.value("status", json(nullptr))) << " | " << r.verdict << " | " << (r.pass ? "yes" : "**no**")
        << " |\n";
   }
-  if (reports_published) md << "\n" << published_checks_markdown(published);
+  for (const auto* result : reported) md << "\n" << published_checks_markdown(*result);
   md << failures_markdown(results);
   md << "\n## Environment\n\n";
   md << "- harness: " << build_info::kVersion << " (" << build_info::kGitCommit << ", " << build_info::kBuildType

@@ -8,14 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include "evidence/evidence.hpp"
+#include "evidence/published_result.hpp"
 
 namespace skewbench::evidence {
 
 // The run's table, its published checks (when a scenario reports a section),
 // its failures, environment and warnings. `summary` is summary.json's content,
-// `published` result.json's without the environment.
+// `published` the run's published result files (without their environment);
+// the checks of each benchmark the run reports on are shown.
 std::string result_markdown(const std::vector<const scenario::Scenario*>& scenarios,
                             const std::vector<runner::ScenarioResult>& results, const nlohmann::json& summary,
-                            const nlohmann::json& published, const RunEnvironment& env);
+                            const std::vector<PublishedFile>& published, const RunEnvironment& env);
 
 }  // namespace skewbench::evidence

@@ -289,6 +289,7 @@ const PublishedBenchmark& benchmark_018() {
   static const PublishedBenchmark benchmark{
       .id = "018-clock-skew-expiry-disagreement",
       .result_file = "result.json",
+      .report_prefix = "",
       .sections = {{kUnsafe, unsafe_node_clock}, {kAuthority, safe_clock_authority}, {kGuard, safe_skew_guard}},
       .blocks = {{"clock_model", clock_model}},
       .checks = {{"same_record_yields_active_and_expired_under_clock_disagreement", {kUnsafe}, disagreement},

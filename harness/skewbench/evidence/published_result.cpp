@@ -26,7 +26,10 @@ SectionRuns collect_sections(const PublishedBenchmark& benchmark,
   for (const auto& section : benchmark.sections) runs[section.name] = {};
   for (std::size_t i = 0; i < scenarios.size() && i < results.size(); ++i) {
     const auto& report_as = scenarios[i]->report_as;
-    if (report_as && runs.contains(*report_as)) runs[*report_as] = {scenarios[i], &results[i]};
+    const std::string_view prefix = benchmark.report_prefix;
+    if (!report_as || !report_as->starts_with(prefix)) continue;
+    const auto name = report_as->substr(prefix.size());
+    if (runs.contains(name)) runs[name] = {scenarios[i], &results[i]};
   }
   return runs;
 }
@@ -219,10 +222,27 @@ json published_result(const PublishedBenchmark& benchmark, const std::vector<con
 bool run_reports_on(const PublishedBenchmark& benchmark, const std::vector<const scenario::Scenario*>& scenarios) {
   for (const auto* s : scenarios) {
     for (const auto& section : benchmark.sections) {
-      if (s->report_as && *s->report_as == section.name) return true;
+      if (s->report_as && *s->report_as == std::string(benchmark.report_prefix) + section.name) return true;
     }
   }
   return false;
+}
+
+const std::vector<const PublishedBenchmark*>& series_benchmarks() {
+  static const std::vector<const PublishedBenchmark*> all = {&benchmark_015(), &benchmark_016(), &benchmark_017(),
+                                                             &benchmark_018(), &benchmark_019()};
+  return all;
+}
+
+std::vector<PublishedFile> published_files(const std::vector<const scenario::Scenario*>& scenarios,
+                                           const std::vector<runner::ScenarioResult>& results,
+                                           const RunEnvironment& env) {
+  std::vector<PublishedFile> files;
+  for (const auto* benchmark : series_benchmarks()) {
+    if (benchmark != &benchmark_018() && !run_reports_on(*benchmark, scenarios)) continue;
+    files.push_back({benchmark, published_result(*benchmark, scenarios, results, env)});
+  }
+  return files;
 }
 
 std::string score_line(const json& published) {

@@ -83,6 +83,9 @@ struct PublishedBlock {
 struct PublishedBenchmark {
   const char* id;           // as the result file names it in `benchmark`
   const char* result_file;  // the file's name inside --out
+  // A scenario stands for section NAME when its report_as is this prefix + NAME
+  // ("015:" + "unsafe"); #018's sections have no prefix.
+  const char* report_prefix = "";
   std::vector<PublishedSection> sections;
   std::vector<PublishedBlock> blocks;
   std::vector<PublishedCheck> checks;
@@ -91,6 +94,29 @@ struct PublishedBenchmark {
 
 // #018 clock skew / expiry disagreement (published_018.cpp).
 const PublishedBenchmark& benchmark_018();
+// The rest of the series (published_series.cpp): #015 HTTP idempotency
+// boundary, #016 state durability across a restart, #017 TTL replay, #019
+// clock rollback.
+const PublishedBenchmark& benchmark_015();
+const PublishedBenchmark& benchmark_016();
+const PublishedBenchmark& benchmark_017();
+const PublishedBenchmark& benchmark_019();
+
+// Every benchmark of the series, #015 to #019.
+const std::vector<const PublishedBenchmark*>& series_benchmarks();
+
+// One benchmark's result file as a run computed it.
+struct PublishedFile {
+  const PublishedBenchmark* benchmark = nullptr;
+  nlohmann::json result;
+};
+
+// The result file of every benchmark the run reports on, in series order;
+// #018's result.json is always among them (its checks not run when no #018
+// scenario ran), the others only when one of their sections ran.
+std::vector<PublishedFile> published_files(const std::vector<const scenario::Scenario*>& scenarios,
+                                           const std::vector<runner::ScenarioResult>& results,
+                                           const RunEnvironment& env);
 
 // The result file of `benchmark` for this run, computed from measured results only.
 nlohmann::json published_result(const PublishedBenchmark& benchmark,

@@ -90,7 +90,9 @@ std::vector<std::string> SectionRun::post_keys() const {
   for (const auto& record : result->timeline) {
     if (!record.contains("exchanges")) continue;
     for (const auto& ex : record["exchanges"]) {
-      if (ex["request"]["method"] == "POST") keys.push_back(ex["request"]["headers"].value("Idempotency-Key", ""));
+      const auto& request = ex["request"];
+      if (request["method"] != "POST" || request.value("path", "") != "/effects") continue;
+      keys.push_back(request["headers"].value("Idempotency-Key", ""));
     }
   }
   return keys;

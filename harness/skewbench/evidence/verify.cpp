@@ -9,6 +9,7 @@
 #include "evidence/evidence.hpp"
 #include "evidence/manifest.hpp"
 #include "evidence/out_folder.hpp"
+#include "evidence/published_result.hpp"
 #include "evidence/schema_check.hpp"
 #include "sweep/cells.hpp"
 
@@ -94,8 +95,9 @@ void Checker::check_run() {
     }
     digest_by_id[(*evidence)["scenario_id"].get<std::string>()] = recomputed;
   }
-  if (manifest_.lists("result.json")) {
-    if (!json::accept(read_file(dir_ / "result.json"))) problem("result.json", "not JSON");
+  for (const auto* benchmark : series_benchmarks()) {
+    if (!manifest_.lists(benchmark->result_file)) continue;
+    if (!json::accept(read_file(dir_ / benchmark->result_file))) problem(benchmark->result_file, "not JSON");
   }
   if (!summary) return;
   json core_rows = json::array();

@@ -28,12 +28,12 @@ const json* last_recover_observation(const json& timeline) {
 // The closing measurement, read back from the remote's own state and from the
 // outbox at the reference time of the last step.
 json measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const steps::StepContext& context,
-                   time::LogicalSeconds at_s) {
+                   time::LogicalSeconds at_s, bool with_dedupe_mode) {
   const auto& operation_id = context.operation_id;
   const auto ex = remote.status(operation_id, at_s);
   const auto snapshot = context.checked_snapshot(ex.response_body, "the closing GET /status answered, but");
   const auto row = outbox.read(operation_id);
-  return {
+  json out = {
       {"evaluation_time_s", at_s},
       {"effect_count", snapshot.effect_count},
       {"post_requests", snapshot.post_requests},
@@ -44,6 +44,13 @@ json measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const ste
       {"delivery_attempts", row.delivery_attempts},
       {"business_state", row.business_state},
   };
+  // Only scenarios that declare a dedupe mode measure it, so the closing
+  // measurements (and core digests) of the others stay as they were.
+  if (with_dedupe_mode) {
+    out["idempotency_mode"] = ex.response_body.value("idempotency_mode", json(nullptr));
+    out["durable_idempotency_records"] = ex.response_body.value("durable_idempotency_records", json(nullptr));
+  }
+  return out;
 }
 
 }  // namespace
@@ -123,6 +130,8 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .watermarks_s = {}};
 
   try {
+    // A harness-started remote runs in the mode the scenario needs (durable by default).
+    if (options_.remote_control) options_.remote_control->use_dedupe_mode(s.dedupe_mode.value_or("durable"));
     outbox_.declare_operation(result.operation_id, s.operation.initial_business_version);
     // The process every later answer must come from.
     context.ledger.boot_id = remote_.health().value("boot_id", std::string());
@@ -149,7 +158,8 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
       result.timeline.push_back(std::move(record));
     }
     const auto last_at_s = s.steps.back().step->at_s();
-    result.final_measurement = measure_final(remote_, outbox_, context, context.reference_time(last_at_s));
+    result.final_measurement =
+        measure_final(remote_, outbox_, context, context.reference_time(last_at_s), s.dedupe_mode.has_value());
     result.verdict = compute_verdict(result.final_measurement, result.timeline);
     result.final_measurement["verdict"] = result.verdict;
   } catch (const Interrupted&) {

@@ -69,6 +69,7 @@ Stack::Stack(const StackOptions& options) {
     launch.sync = options.remote_sync;
     launch.stderr_path = (work_dir_->path() / "remote-effect.log").string();
     if (!options.quiet) std::cerr << "skewbench: starting remote-effect (" << launch.binary << ")\n";
+    launch_ = std::make_unique<remote_effect::LaunchOptions>(launch);
     try {
       remote_ = std::make_unique<remote_effect::RemoteEffectProcess>(launch);
     } catch (const InfrastructureError&) {
@@ -136,6 +137,20 @@ std::string Stack::restart_remote() {
     throw InfrastructureError(std::string("cannot restart remote-effect: ") + e.what());
   }
   return remote_->boot_id();
+}
+
+void Stack::use_dedupe_mode(const std::string& mode) {
+  if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot change its dedupe mode");
+  if (launch_->dedupe == mode) return;
+  // The same state file and port: the client keeps its URL, the ledger stays.
+  launch_->dedupe = mode;
+  launch_->port = remote_->port();
+  try {
+    remote_.reset();
+    remote_ = std::make_unique<remote_effect::RemoteEffectProcess>(*launch_);
+  } catch (const std::exception& e) {
+    throw InfrastructureError("cannot restart remote-effect with --dedupe " + mode + ": " + e.what());
+  }
 }
 
 }  // namespace skewbench::runner

@@ -21,7 +21,8 @@ struct PostgresBinaries;
 }  // namespace skewbench::infra
 namespace skewbench::remote_effect {
 class RemoteEffectProcess;
-}
+struct LaunchOptions;
+}  // namespace skewbench::remote_effect
 
 namespace skewbench::runner {
 
@@ -68,6 +69,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   steps::DatabaseControl* database_control() { return cluster_ ? this : nullptr; }
 
   std::string restart_remote() override;
+  void use_dedupe_mode(const std::string& mode) override;
   void pause_remote(std::chrono::milliseconds duration) override;
   void restart_database(bool immediate) override;
 
@@ -75,6 +77,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   class Resumer;  // sends SIGCONT to a paused remote when its time is up
   std::unique_ptr<TempDir> work_dir_;
   std::unique_ptr<infra::PostgresCluster> cluster_;
+  std::unique_ptr<remote_effect::LaunchOptions> launch_;  // how remote_ was started
   std::unique_ptr<remote_effect::RemoteEffectProcess> remote_;
   std::unique_ptr<Resumer> resumer_;  // declared after remote_: resumes it before it is stopped
   std::string database_url_;

@@ -32,6 +32,8 @@ steps::ObservedFields make_final_fields() {
       {"delivery_attempts", {FieldType::Integer, {}}},
       {"business_state", {FieldType::String, {"absent", "committed"}}},
       {"verdict", {FieldType::String, {"SAFE", "CONFLICT", "HELD"}}},
+      {"idempotency_mode", {FieldType::NullableString, {"durable", "volatile"}}},
+      {"durable_idempotency_records", {FieldType::NullableInteger, {}}},
   };
 }
 

@@ -40,6 +40,9 @@ class RemoteControl {
   // Stops the process (SIGSTOP) and lets it go on (SIGCONT) after `duration`
   // of wall time; returns at once, so the next steps meet a hung remote.
   virtual void pause_remote(std::chrono::milliseconds duration) = 0;
+  // Makes the service run with this dedupe memory ("durable" or "volatile"),
+  // restarting it on the same state file and port when it runs another.
+  virtual void use_dedupe_mode(const std::string& mode) = 0;
 };
 
 // Lets a step restart PostgreSQL; present only when the harness started the
