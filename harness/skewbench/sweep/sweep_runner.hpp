@@ -62,7 +62,7 @@ struct SweepOutcome {
   std::uint64_t errors = 0;
   bool interrupted = false;                // SIGINT/SIGTERM stopped the sweep
   std::optional<std::string> unreachable;  // why the sweep stopped: a service stayed unreachable
-  std::uint64_t cells_reused = 0;         // copied from the sweep that was resumed
+  std::uint64_t cells_reused = 0;          // copied from the sweep that was resumed
   double duration_s = 0;
 };
 
