@@ -73,7 +73,4 @@ inline constexpr const char* kTempDirOwnerFile = ".skewbench-owner";
 // file names a process that no longer runs. Returns how many were removed.
 int remove_orphaned_temp_dirs(const std::filesystem::path& base);
 
-// Asks the kernel for a loopback TCP port that is free right now.
-int free_loopback_port();
-
 }  // namespace skewbench

@@ -12,10 +12,10 @@
 
 namespace skewbench::text {
 
-// A JSON value as a table cell: "-" for null, a string without quotes,
-// anything else as compact JSON.
-inline std::string cell(const nlohmann::json& value) {
-  if (value.is_null()) return "-";
+// A JSON value as a table cell: `null_text` ("-" unless given) for null, a
+// string without quotes, anything else as compact JSON.
+inline std::string cell(const nlohmann::json& value, std::string_view null_text = "-") {
+  if (value.is_null()) return std::string(null_text);
   if (value.is_string()) return value.get<std::string>();
   return value.dump();
 }

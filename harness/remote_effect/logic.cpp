@@ -271,7 +271,7 @@ Parsed<StatusRequest> parse_status_request(std::string_view operation_id, const 
   auto now_s = logical_time(headers);
   if (auto* error = std::get_if<RequestError>(&now_s)) return *error;
   if (auto error = path_operation_id_error(operation_id)) return *error;
-  return StatusRequest{std::string(operation_id), std::get<std::int64_t>(now_s)};
+  return StatusRequest{.operation_id = std::string(operation_id), .evaluation_time_s = std::get<std::int64_t>(now_s)};
 }
 
 Parsed<GcRequest> parse_gc_request(std::string_view operation_id, const Headers& headers,
@@ -280,7 +280,7 @@ Parsed<GcRequest> parse_gc_request(std::string_view operation_id, const Headers&
   auto now_s = logical_time(headers);
   if (auto* error = std::get_if<RequestError>(&now_s)) return *error;
   if (auto error = path_operation_id_error(operation_id)) return *error;
-  return GcRequest{std::string(operation_id), std::get<std::int64_t>(now_s)};
+  return GcRequest{.operation_id = std::string(operation_id), .logical_time_s = std::get<std::int64_t>(now_s)};
 }
 
 std::optional<RequestError> check_fence(const std::optional<std::int64_t>& fence_epoch, std::int64_t current_epoch) {

@@ -10,10 +10,11 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "common/digest.hpp"
+#include "evidence/cell_core.hpp"
 #include "infra/postgres_cluster.hpp"
 #include "remote_effect/launcher.hpp"
 #include "support/cli.hpp"
-#include "sweep/cells.hpp"
 
 using namespace skewbench;
 using namespace skewbench::testing;
@@ -115,11 +116,11 @@ TEST_CASE("the policy gate's shard, merge, verify and compare pass on an unchang
   write_file_atomically(dir.path() / "older" / "cells.jsonl", lines);
   // compare recomputes the digest and counts: the older sweep must be consistent.
   Sha256 digest;
-  sweep::VerdictTally tally;
+  evidence::VerdictTally tally;
   std::istringstream in(lines);
   for (std::string line; std::getline(in, line);) {
     const auto record = json::parse(line);
-    digest.update(sweep::cell_core_line(record) + "\n");
+    digest.update(evidence::cell_core_line(record) + "\n");
     tally.add(record);
   }
   auto older = read_json(reference / "sweep.json");

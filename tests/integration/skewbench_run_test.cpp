@@ -8,6 +8,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "common/loopback_port.hpp"
 #include "infra/postgres_cluster.hpp"
 #include "remote_effect/launcher.hpp"
 #include "support/cli.hpp"

@@ -6,10 +6,10 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "evidence/cell_core.hpp"
 #include "infra/postgres_cluster.hpp"
 #include "remote_effect/launcher.hpp"
 #include "support/cli.hpp"
-#include "sweep/cells.hpp"
 
 using namespace skewbench;
 using namespace skewbench::testing;
@@ -72,7 +72,7 @@ CommandResult run_sweep(const fs::path& grid, const fs::path& out, std::vector<s
 std::vector<std::string> core_lines(const fs::path& dir) {
   std::ifstream in(dir / "cells.jsonl");
   std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) out.push_back(sweep::cell_core_line(json::parse(line)));
+  for (std::string line; std::getline(in, line);) out.push_back(evidence::cell_core_line(json::parse(line)));
   return out;
 }
 

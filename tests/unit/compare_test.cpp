@@ -9,8 +9,8 @@
 #include "common/digest.hpp"
 #include "common/files.hpp"
 #include "compare/compare.hpp"
+#include "evidence/cell_core.hpp"
 #include "evidence/evidence.hpp"
-#include "sweep/cells.hpp"
 
 using namespace skewbench;
 using Catch::Matchers::ContainsSubstring;
@@ -67,7 +67,7 @@ fs::path crafted_sweep(const fs::path& dir, const std::vector<CraftedCell>& cell
                          {"verdict", cells[i].verdict},
                          {"duration_us", 10 + i}};
     lines += record.dump() + "\n";
-    digest.update(sweep::cell_core_line(record) + "\n");
+    digest.update(evidence::cell_core_line(record) + "\n");
   }
   write_file_atomically(dir / "cells.jsonl", lines);
   const json grid = {{"policies", {{{"label", "p"}, {"policy", {{"name", "node_local"}}}}}},

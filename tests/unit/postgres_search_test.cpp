@@ -152,8 +152,9 @@ TEST_CASE("the environment records the binaries a started cluster ran on, and no
   infra::PostgresInfo pg17;
   pg17.server_version = "17.6";
   pg17.server_version_num = 170006;
-  const auto embedded = evidence::describe_environment("r1", pg17, "postgresql://postgres@127.0.0.1:1/postgres",
-                                                       &binaries, nlohmann::json::object(), "http://127.0.0.1:2", true);
+  const auto embedded = evidence::describe_environment(
+      "r1", infra::describe_database(pg17, "postgresql://postgres@127.0.0.1:1/postgres", &binaries),
+      nlohmann::json::object(), "http://127.0.0.1:2", true);
   CHECK(embedded.postgresql["embedded"] == true);
   CHECK(embedded.postgresql["bin_dir"] == "/c/postgresql-17.6.0/bin");
   CHECK(embedded.postgresql["source"] == "cache");
@@ -163,12 +164,14 @@ TEST_CASE("the environment records the binaries a started cluster ran on, and no
   infra::PostgresInfo pg15;
   pg15.server_version = "15.14";
   pg15.server_version_num = 150014;
-  const auto external = evidence::describe_environment("r2", pg15, "postgresql://u:secret@db:5432/x", nullptr,
-                                                       nlohmann::json::object(), "http://127.0.0.1:2", false);
+  const auto external =
+      evidence::describe_environment("r2", infra::describe_database(pg15, "postgresql://u:secret@db:5432/x", nullptr),
+                                     nlohmann::json::object(), "http://127.0.0.1:2", false);
   CHECK(external.postgresql["embedded"] == false);
   CHECK(external.postgresql["bin_dir"].is_null());
   CHECK(external.postgresql["source"].is_null());
   CHECK(external.postgresql["binaries_version"].is_null());
+  CHECK(external.postgresql["url"] == "postgresql://***@db:5432/x");
   bool warned = false;
   for (const auto& w : external.warnings) warned = warned || w.find("major 15 differs from 17") != std::string::npos;
   CHECK(warned);

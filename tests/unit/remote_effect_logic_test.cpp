@@ -408,11 +408,12 @@ TEST_CASE("a GC request needs an integer logical time and an operation id") {
   parsed = re::parse_gc_request("", {{"X-Logical-Time", "70"}});
   REQUIRE(std::holds_alternative<re::RequestError>(parsed));
   CHECK(std::get<re::RequestError>(parsed).error == "missing_operation_id");
-  CHECK(re::gc_json(re::GcRequest{"op-1", 70}, re::GcResult{1, 1, 2}) == nlohmann::json{{"operation_id", "op-1"},
-                                                                                        {"logical_time", 70},
-                                                                                        {"removed_records", 1},
-                                                                                        {"temporal_epoch_before", 1},
-                                                                                        {"temporal_epoch_after", 2}});
+  CHECK(re::gc_json(re::GcRequest{.operation_id = "op-1", .logical_time_s = 70}, re::GcResult{1, 1, 2}) ==
+        nlohmann::json{{"operation_id", "op-1"},
+                       {"logical_time", 70},
+                       {"removed_records", 1},
+                       {"temporal_epoch_before", 1},
+                       {"temporal_epoch_after", 2}});
 }
 
 TEST_CASE("the dedupe mode has two names") {

@@ -139,7 +139,7 @@ TEST_CASE("a fresh state file starts at temporal epoch 1 and keeps its epoch acr
     re::Store store(path, re::SyncMode::full);
     CHECK(store.totals().temporal_epoch == 1);
     store.post(post("op-1", "key-1", 100, 60));
-    CHECK(store.gc(re::GcRequest{"op-1", 160}).temporal_epoch_after == 2);
+    CHECK(store.gc(re::GcRequest{.operation_id = "op-1", .logical_time_s = 160}).temporal_epoch_after == 2);
   }
   re::Store reopened(path, re::SyncMode::full, re::DedupeMode::volatile_);
   CHECK(reopened.totals().temporal_epoch == 2);
@@ -153,12 +153,12 @@ TEST_CASE("GC removes a record at exactly expires_at and advances the epoch only
     store.post(post("op-1", "key-1", 100, 60));
     store.post(post("op-2", "key-2", 100, 60));
 
-    auto result = store.gc(re::GcRequest{"op-1", 159});
+    auto result = store.gc(re::GcRequest{.operation_id = "op-1", .logical_time_s = 159});
     CHECK(result.removed_records == 0);
     CHECK(result.temporal_epoch_before == 1);
     CHECK(result.temporal_epoch_after == 1);
 
-    result = store.gc(re::GcRequest{"op-1", 160});
+    result = store.gc(re::GcRequest{.operation_id = "op-1", .logical_time_s = 160});
     CHECK(result.removed_records == 1);
     CHECK(result.temporal_epoch_before == 1);
     CHECK(result.temporal_epoch_after == 2);
@@ -166,7 +166,8 @@ TEST_CASE("GC removes a record at exactly expires_at and advances the epoch only
     CHECK(store.read("op-1").effects.size() == 1);  // the ledger is untouched
     CHECK(store.read("op-2").records.size() == 1);  // another operation's record stays
 
-    CHECK(store.gc(re::GcRequest{"op-1", 500}).temporal_epoch_after == 2);  // nothing left: no advance
+    CHECK(store.gc(re::GcRequest{.operation_id = "op-1", .logical_time_s = 500}).temporal_epoch_after ==
+          2);  // nothing left: no advance
     CHECK(store.totals().temporal_epoch == 2);
   }
 }
@@ -175,7 +176,7 @@ TEST_CASE("a fenced POST with a stale epoch writes and logs nothing; the current
   skewbench::TempDir dir("re-store");
   re::Store store(dir.path() / "state.db", re::SyncMode::full);
   store.post(post("op-1", "key-1", 100, 60));
-  store.gc(re::GcRequest{"op-1", 170});  // epoch 1 -> 2
+  store.gc(re::GcRequest{.operation_id = "op-1", .logical_time_s = 170});  // epoch 1 -> 2
 
   auto stale = post("op-1", "key-1", 150, 60);
   stale.fence_epoch = 1;

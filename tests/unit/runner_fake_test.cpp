@@ -7,7 +7,7 @@
 #include "common/digest.hpp"
 #include "common/json_reader.hpp"
 #include "evidence/evidence.hpp"
-#include "infra/pg_outbox.hpp"
+#include "infra/database_description.hpp"
 #include "infra/remote_snapshot.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"

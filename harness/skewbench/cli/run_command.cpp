@@ -258,8 +258,9 @@ int run_scenarios(const RunArgs& args) {
     infra::PgOutbox outbox(stack.database_url(), env.run_id, {.timeout_s = args.services.db_timeout_s});
     infra::HttpRemote remote(stack.remote_url(), {.timeout_s = args.services.http_timeout_s});
     const auto started_at = env.started_at_utc;
-    env = evidence::describe_environment(env.run_id, outbox.info(), stack.database_url(), stack.postgres_binaries(),
-                                         remote.health(), stack.remote_url(), stack.embedded_remote());
+    env = evidence::describe_environment(
+        env.run_id, infra::describe_database(outbox.info(), stack.database_url(), stack.postgres_binaries()),
+        remote.health(), stack.remote_url(), stack.embedded_remote());
     env.started_at_utc = started_at;
     env.timeouts = args.services.timeouts_json();
 

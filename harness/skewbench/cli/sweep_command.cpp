@@ -176,9 +176,9 @@ int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep:
     {
       infra::PgOutbox outbox(stack.database_url(), run_id, {.timeout_s = args.services.db_timeout_s});
       infra::HttpRemote remote(stack.remote_url(), {.timeout_s = args.services.http_timeout_s});
-      const auto env =
-          evidence::describe_environment(run_id, outbox.info(), stack.database_url(), stack.postgres_binaries(),
-                                         remote.health(), stack.remote_url(), stack.embedded_remote());
+      const auto env = evidence::describe_environment(
+          run_id, infra::describe_database(outbox.info(), stack.database_url(), stack.postgres_binaries()),
+          remote.health(), stack.remote_url(), stack.embedded_remote());
       auto described = env;
       described.timeouts = args.services.timeouts_json();
       described.timeouts["max_unreachable_s"] = args.max_unreachable_s;

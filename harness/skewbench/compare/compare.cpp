@@ -6,8 +6,8 @@
 #include "common/digest.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "evidence/cell_core.hpp"
 #include "evidence/evidence.hpp"
-#include "sweep/cells.hpp"
 #include "sweep/sweep_summary.hpp"
 
 namespace skewbench::compare {
@@ -230,7 +230,7 @@ class CellReader {
       throw CannotCompare(where + ": a cell record needs a string \"policy\" and an object \"parameters\"");
     }
     verdict_of(record, where);
-    digest_.update(sweep::cell_core_line(record));
+    digest_.update(evidence::cell_core_line(record));
     digest_.update("\n");
     return record;
   }

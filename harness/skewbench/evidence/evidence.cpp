@@ -52,30 +52,29 @@ std::vector<std::string> standard_warnings(int postgres_major) {
   return out;
 }
 
-RunEnvironment describe_environment(const std::string& run_id, const infra::PostgresInfo& postgres,
-                                    const std::string& database_url, const infra::PostgresBinaries* embedded_postgres,
+RunEnvironment describe_environment(const std::string& run_id, const infra::DatabaseDescription& database,
                                     const json& health, const std::string& remote_url, bool embedded_remote) {
   RunEnvironment env;
   env.run_id = run_id;
   env.started_at_utc = utc_now_iso8601();
-  env.postgresql = {{"server_version", postgres.server_version},
-                    {"server_version_num", postgres.server_version_num},
-                    {"url", infra::redact_url(database_url)},
-                    {"embedded", embedded_postgres != nullptr},
+  env.postgresql = {{"server_version", database.server.server_version},
+                    {"server_version_num", database.server.server_version_num},
+                    {"url", database.redacted_url},
+                    {"embedded", database.started.has_value()},
                     {"bin_dir", nullptr},
                     {"source", nullptr},
                     {"binaries_version", nullptr}};
-  if (embedded_postgres != nullptr) {
-    env.postgresql["bin_dir"] = embedded_postgres->bin_dir.string();
-    env.postgresql["source"] = embedded_postgres->source;
-    env.postgresql["binaries_version"] = embedded_postgres->version;
+  if (database.started) {
+    env.postgresql["bin_dir"] = database.started->bin_dir.string();
+    env.postgresql["source"] = database.started->source;
+    env.postgresql["binaries_version"] = database.started->version;
   }
   env.remote_effect = {{"url", remote_url}, {"embedded", embedded_remote}};
   for (const char* field :
        {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync", "default_ttl_seconds"}) {
     env.remote_effect[field] = health.value(field, json(nullptr));
   }
-  env.warnings = standard_warnings(postgres.major());
+  env.warnings = standard_warnings(database.server.major());
   return env;
 }
 

@@ -12,8 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "infra/pg_outbox.hpp"
-#include "infra/postgres_cluster.hpp"
+#include "infra/database_description.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -45,8 +44,7 @@ nlohmann::json harness_json();
 // (redacted) URL, the binaries of a started cluster (null: an external
 // database), and what remote-effect's /health says of itself. Also sets the
 // standard warnings and the start time.
-RunEnvironment describe_environment(const std::string& run_id, const infra::PostgresInfo& postgres,
-                                    const std::string& database_url, const infra::PostgresBinaries* embedded_postgres,
+RunEnvironment describe_environment(const std::string& run_id, const infra::DatabaseDescription& database,
                                     const nlohmann::json& remote_health, const std::string& remote_url,
                                     bool embedded_remote);
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/digest.hpp"
+#include "common/text.hpp"
 #include "evidence/evidence.hpp"
 
 namespace skewbench::evidence {
@@ -168,9 +169,8 @@ std::string not_evaluated_reason(const json& c) {
   for (const auto& [key, label] : kinds) {
     const auto names = c["evidence"].value(key, json::array());
     if (names.empty()) continue;
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n.get<std::string>();
-    reason += (reason.empty() ? "" : "; ") + std::string(label) + list;
+    reason +=
+        (reason.empty() ? "" : "; ") + std::string(label) + text::join(names.get<std::vector<std::string>>(), ", ");
   }
   return reason;
 }

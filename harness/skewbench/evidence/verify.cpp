@@ -6,12 +6,12 @@
 
 #include "common/digest.hpp"
 #include "common/files.hpp"
+#include "evidence/cell_core.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/manifest.hpp"
 #include "evidence/out_folder.hpp"
 #include "evidence/published_result.hpp"
 #include "evidence/schema_check.hpp"
-#include "sweep/cells.hpp"
 
 namespace skewbench::evidence {
 namespace fs = std::filesystem;
@@ -129,7 +129,7 @@ void Checker::check_sweep() {
     return;
   }
   Sha256 digest;
-  sweep::VerdictTally tally;
+  evidence::VerdictTally tally;
   std::uint64_t lines = 0;
   std::int64_t last_cell = -1;
   std::size_t line_problems = 0;
@@ -152,7 +152,7 @@ void Checker::check_sweep() {
     const auto cell = record["cell"].get<std::int64_t>();
     if (cell <= last_cell) line_problem(lines, "cell " + std::to_string(cell) + " is out of order");
     last_cell = cell;
-    digest.update(sweep::cell_core_line(record));
+    digest.update(evidence::cell_core_line(record));
     digest.update("\n");
     tally.add(record);
   }

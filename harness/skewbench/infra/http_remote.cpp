@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 
+#include "common/elapsed.hpp"
 #include "common/errors.hpp"
 #include "infra/http_failure.hpp"
 
@@ -13,10 +14,6 @@ namespace skewbench::infra {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::int64_t micros_since(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-}
 
 nlohmann::json headers_json(const httplib::Headers& headers) {
   nlohmann::json out = nlohmann::json::object();

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <regex>
 #include <thread>
 
 #include <sys/socket.h>
@@ -63,45 +62,6 @@ std::optional<std::int64_t> optional_int(const pqxx::field& f) {
 }
 
 }  // namespace
-
-const char* to_string(TransportOutcome outcome) {
-  switch (outcome) {
-    case TransportOutcome::AckReceived:
-      return "ACK_RECEIVED";
-    case TransportOutcome::AckUnknown:
-      return "ACK_UNKNOWN";
-    case TransportOutcome::Rejected:
-      return "REJECTED";
-    case TransportOutcome::FencedOut:
-      return "FENCED_OUT";
-  }
-  return "INVALID";
-}
-
-nlohmann::json OutboxRow::to_json() const {
-  auto opt = [](const auto& v) -> nlohmann::json { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {
-      {"operation_id", operation_id},
-      {"business_state", business_state},
-      {"business_version", business_version},
-      {"idempotency_key", idempotency_key},
-      {"ttl_s", ttl_s},
-      {"key_created_at_s", opt(key_created_at_s)},
-      {"key_expires_at_s", opt(key_expires_at_s)},
-      {"status", status},
-      {"delivery_attempts", delivery_attempts},
-      {"last_transport_outcome", opt(last_transport_outcome)},
-      {"delivered_at_s", opt(delivered_at_s)},
-  };
-}
-
-std::string redact_url(const std::string& url) {
-  // URL user info (scheme://user:password@), and a password given as a
-  // key=value pair or a URL query parameter.
-  static const std::regex kUserInfo(R"(^([a-zA-Z][a-zA-Z0-9+.-]*://)([^@/]*)@)");
-  static const std::regex kPasswordParameter(R"((^|[\s?&])(password\s*=\s*)('[^']*'|[^\s&]*))", std::regex::icase);
-  return std::regex_replace(std::regex_replace(url, kUserInfo, "$1***@"), kPasswordParameter, "$1$2***");
-}
 
 std::string with_connect_timeout(const std::string& database_url, int timeout_s) {
   const auto setting = "connect_timeout=" + std::to_string(timeout_s);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "infra/database_description.hpp"
 #include "infra/ports.hpp"
 
 namespace skewbench::infra {
@@ -18,12 +19,6 @@ inline constexpr int kOutboxSchemaVersion = 1;
 // answering (SIGSTOP, a dead host) never cancels its own statement.
 struct DbTimeouts {
   int timeout_s = 30;
-};
-
-struct PostgresInfo {
-  std::string server_version;  // SHOW server_version, e.g. "17.6 (Debian ...)"
-  int server_version_num = 0;  // e.g. 170006
-  int major() const { return server_version_num / 10000; }
 };
 
 class PgOutbox final : public OutboxApi {
@@ -70,8 +65,5 @@ class PgOutbox final : public OutboxApi {
 
 // Adds connect_timeout to a libpq URL or key=value connection string.
 std::string with_connect_timeout(const std::string& database_url, int timeout_s);
-
-// Removes a scheme's credentials from a connection URL for evidence files.
-std::string redact_url(const std::string& url);
 
 }  // namespace skewbench::infra

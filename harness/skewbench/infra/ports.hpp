@@ -19,6 +19,7 @@ enum class TransportOutcome {
   Rejected,     // 409 or 422: the remote refused by protocol rule, nothing applied
   FencedOut,    // 409 "fenced_out": the POST carried a stale temporal epoch; nothing applied
 };
+// The outcome as the evidence and the outbox record it, e.g. "ACK_UNKNOWN".
 const char* to_string(TransportOutcome outcome);
 
 struct PostEffectRequest {

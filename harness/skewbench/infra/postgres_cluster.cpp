@@ -14,6 +14,7 @@
 
 #include "common/errors.hpp"
 #include "common/files.hpp"
+#include "common/loopback_port.hpp"
 #include "common/subprocess.hpp"
 
 namespace skewbench::infra {

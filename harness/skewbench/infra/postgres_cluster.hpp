@@ -16,15 +16,9 @@
 
 #include "common/files.hpp"
 #include "common/subprocess.hpp"
+#include "infra/database_description.hpp"
 
 namespace skewbench::infra {
-
-// The server binaries a throwaway cluster runs on, as the evidence records them.
-struct PostgresBinaries {
-  std::filesystem::path bin_dir;  // holds initdb, pg_ctl and postgres
-  std::string source;             // "flag", "env", "cache" or "system"
-  std::string version;            // what `postgres --version` says, e.g. "postgres (PostgreSQL) 17.6"
-};
 
 // Where find_postgres_binaries looks, in its order of preference. The
 // defaults (default_postgres_search) are this machine's.

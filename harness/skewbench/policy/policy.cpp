@@ -152,29 +152,16 @@ PolicyRegistry make_builtin_registry() {
 
 }  // namespace
 
-void PolicyRegistry::add(std::string name, PolicyFactory factory) {
-  if (factories_.contains(name)) throw std::logic_error("policy registered twice: " + name);
-  factories_.emplace(std::move(name), std::move(factory));
-}
-
 std::unique_ptr<ReplayPolicy> PolicyRegistry::make(const nlohmann::json& spec, const std::string& path) const {
   ObjectReader reader(spec, path);
   const auto name = reader.require_string("name");
-  const auto it = factories_.find(name);
-  if (it == factories_.end()) {
-    std::string known;
-    for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
-    throw InputError(reader.child_path("name"), "unknown policy \"" + name + "\" (known: " + known + ")");
+  const auto* factory = find(name);
+  if (factory == nullptr) {
+    throw InputError(reader.child_path("name"), "unknown policy \"" + name + "\" (known: " + known_names() + ")");
   }
-  auto policy = it->second(reader);
+  auto policy = (*factory)(reader);
   reader.finish();
   return policy;
-}
-
-std::vector<std::string> PolicyRegistry::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, _] : factories_) out.push_back(name);
-  return out;
 }
 
 const PolicyRegistry& builtin_policies() {

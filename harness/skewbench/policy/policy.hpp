@@ -6,16 +6,15 @@
 // by name; a scenario names one and gives its parameters.
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/json_reader.hpp"
+#include "common/registry.hpp"
 #include "policy/temporal.hpp"
 #include "time/logical_time.hpp"
 
@@ -62,16 +61,12 @@ LogicalSeconds effective_time_s(std::optional<LogicalSeconds> watermark_s, Logic
 // consumed "name" and the factory must read (or reject) every other key.
 using PolicyFactory = std::function<std::unique_ptr<ReplayPolicy>(ObjectReader& spec)>;
 
-class PolicyRegistry {
+// add() throws std::logic_error when the name is already taken.
+class PolicyRegistry : public Registry<PolicyFactory> {
  public:
-  // Throws std::logic_error when the name is already taken.
-  void add(std::string name, PolicyFactory factory);
+  PolicyRegistry() : Registry("policy") {}
   // Throws InputError (unknown name, bad parameters) with the JSON path.
   std::unique_ptr<ReplayPolicy> make(const nlohmann::json& spec, const std::string& path) const;
-  std::vector<std::string> names() const;
-
- private:
-  std::map<std::string, PolicyFactory, std::less<>> factories_;
 };
 
 // The registry holding node_local, declared_authority, uncertainty,

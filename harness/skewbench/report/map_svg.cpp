@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/text.hpp"
+
 namespace skewbench::report {
 
 namespace {
@@ -32,21 +34,21 @@ std::string quoted_attribute(std::string_view attribute_value) {
 }
 
 std::vector<std::string> subtitle_lines(const Slice& slice) {
-  std::string held;
-  std::string unused;
+  std::vector<std::string> held;
+  std::vector<std::string> unused;
   for (const auto& [name, value] : slice.held()) {
-    if (value == "n/a") {
-      unused += (unused.empty() ? "" : ", ") + name;
+    if (value == kNotApplicable) {
+      unused.push_back(name);
     } else {
-      held += (held.empty() ? "" : ", ") + name + " = " + value;
+      held.push_back(name + " = " + value);
     }
   }
   for (const auto* axis : {&slice.x(), &slice.y()}) {
-    if (!axis->applies()) unused += (unused.empty() ? "" : ", ") + axis->name();
+    if (!axis->applies()) unused.push_back(axis->name());
   }
   std::vector<std::string> lines;
-  if (!held.empty()) lines.push_back("other axes held at " + held);
-  if (!unused.empty()) lines.push_back("not used by this policy (n/a): " + unused);
+  if (!held.empty()) lines.push_back("other axes held at " + text::join(held, ", "));
+  if (!unused.empty()) lines.push_back("not used by this policy (n/a): " + text::join(unused, ", "));
   return lines;
 }
 

@@ -55,8 +55,8 @@ std::string style_sheet() {
 std::vector<std::string> report_warnings(const SweepInfo& sweep, const Tally& tally) {
   std::vector<std::string> out = sweep.warnings;
   if (!sweep.shard.is_null()) {
-    out.push_back("this is shard " + value_text(sweep.shard.value("index", json())) + "/" +
-                  value_text(sweep.shard.value("count", json())) +
+    out.push_back("this is shard " + text::cell(sweep.shard.value("index", json()), kNotApplicable) + "/" +
+                  text::cell(sweep.shard.value("count", json()), kNotApplicable) +
                   " of the sweep: the other shards' cells are drawn as not run; merge the shards (skewbench merge) "
                   "for the whole picture");
   }
@@ -82,7 +82,7 @@ std::vector<std::string> report_warnings(const SweepInfo& sweep, const Tally& ta
 
 std::string environment_text(const json& env, const std::string& pointer) {
   const json::json_pointer p(pointer);
-  return env.contains(p) ? value_text(env[p]) : "unknown";
+  return env.contains(p) ? text::cell(env[p], kNotApplicable) : "unknown";
 }
 
 std::string header_html(const SweepInfo& sweep) {
@@ -143,7 +143,7 @@ std::string axes_html(const SweepInfo& sweep) {
          "<th>policies</th></tr></thead>\n<tbody>\n";
   for (const auto& axis : sweep.axes) {
     std::vector<std::string> values;
-    for (const auto& v : axis.values) values.push_back(value_text(v));
+    for (const auto& v : axis.values) values.push_back(text::cell(v, kNotApplicable));
     out << "<tr><td>" << esc(axis.name) << "</td><td>" << (axis.description.empty() ? "" : esc(axis.description) + "; ")
         << "sets <code>" << esc(axis.pointer) << "</code> in the base scenario</td><td>"
         << esc(text::join(values, ", ")) << "</td><td>"
@@ -173,7 +173,7 @@ void flatten(const json& value, const std::string& path, std::vector<std::pair<s
   if (value.is_object()) {
     for (const auto& [key, child] : value.items()) flatten(child, path.empty() ? key : path + "." + key, rows);
   } else {
-    rows.emplace_back(path, value_text(value));
+    rows.emplace_back(path, text::cell(value, kNotApplicable));
   }
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 
-// Reading a sweep directory for the report. sweep.json is small and read
-// whole; cells.jsonl is streamed line by line, and a slice keeps only the cells
-// that fall on its map, so memory grows with the maps, never with the sweep.
+// The report's heat maps. cells.jsonl is streamed line by line, and a slice
+// keeps only the cells that fall on its map, so memory grows with the maps,
+// never with the sweep.
 
 #include <cstdint>
 #include <filesystem>
@@ -16,52 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "report/markup.hpp"
-#include "sweep/grid.hpp"
+#include "report/sweep_info.hpp"
 
 namespace skewbench::report {
-
-// A sweep directory whose files cannot be read as a sweep; the message names
-// the file (and the line of cells.jsonl). Maps to exit code 2.
-class ReportInputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// The grid's own types, as sweep.json records them.
-using AxisInfo = sweep::Axis;
-using MapInfo = sweep::HeatMap;
-using MarkInfo = sweep::Mark;
-
-struct PolicyInfo {
-  std::string label;
-  std::string name;
-  nlohmann::json policy;
-  nlohmann::json defaults;  // axis name -> value the axis takes when not swept, or null
-};
-
-// What the report uses from sweep.json.
-struct SweepInfo {
-  std::string grid_id;
-  std::string description;  // the grid's own description ("" when sweep.json lacks it)
-  std::vector<PolicyInfo> policies;
-  std::vector<AxisInfo> axes;
-  std::vector<MapInfo> maps;
-  std::vector<MarkInfo> marks;
-  std::uint64_t cells_total = 0;
-  std::uint64_t cells_done = 0;
-  bool complete = false;
-  nlohmann::json shard;  // null unless the sweep is one shard
-  std::string cells_core_digest;
-  std::string identity_digest;
-  nlohmann::json per_policy;  // label -> {"SAFE": n, ..., "cells": n}
-  nlohmann::json environment;
-  std::vector<std::string> warnings;
-
-  const AxisInfo& axis(const std::string& name) const;
-};
-
-// Throws ReportInputError naming the file and the JSON path.
-SweepInfo read_sweep_info(const std::filesystem::path& sweep_json);
 
 // One line of cells.jsonl, reduced to what a map needs.
 struct CellRecord {
@@ -141,8 +98,5 @@ using Tally = std::map<std::string, std::map<std::string, std::uint64_t>>;
 // Streams cells.jsonl into the slices. Throws ReportInputError naming the file
 // and line of a malformed record.
 Tally stream_cells(const std::filesystem::path& cells_jsonl, const SweepInfo& sweep, std::vector<Slice>& slices);
-
-// A parameter value as text: strings bare, null as "n/a", anything else as JSON.
-std::string value_text(const nlohmann::json& value);
 
 }  // namespace skewbench::report

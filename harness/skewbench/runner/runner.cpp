@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/elapsed.hpp"
 #include "common/errors.hpp"
 #include "infra/remote_snapshot.hpp"
 
@@ -12,10 +13,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-std::int64_t micros_since(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-}
 
 const json* last_recover_observation(const json& timeline) {
   const json* found = nullptr;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/files.hpp"
+#include "common/text.hpp"
 
 namespace skewbench::scenario {
 namespace fs = std::filesystem;
@@ -43,9 +44,10 @@ void read_expectations(const json& expect, const std::string& path, const steps:
   for (const auto& [key, value] : expect.items()) {
     const auto field = fields.find(key);
     if (field == fields.end()) {
-      std::string known;
-      for (const auto& [name, _] : fields) known += (known.empty() ? "" : ", ") + name;
-      throw InputError(reader.child_path(key), "cannot be expected here (observed fields: " + known + ")");
+      std::vector<std::string> known;
+      for (const auto& [name, _] : fields) known.push_back(name);
+      throw InputError(reader.child_path(key),
+                       "cannot be expected here (observed fields: " + text::join(known, ", ") + ")");
     }
     steps::validate_expected_value(field->second, value, reader.child_path(key));
     out.push_back({id_prefix + "." + key, step_index, key, value});
@@ -81,10 +83,9 @@ bool known_report_section(const std::string& name) {
 }
 
 std::string report_section_list() {
-  std::string out;
-  for (const char* n : kReportSections) out += (out.empty() ? "" : ", ") + std::string(n);
-  for (const char* n : kSeriesReportSections) out += ", " + std::string(n);
-  return out;
+  std::vector<std::string> names(std::begin(kReportSections), std::end(kReportSections));
+  names.insert(names.end(), std::begin(kSeriesReportSections), std::end(kSeriesReportSections));
+  return text::join(names, ", ");
 }
 
 // $.operation: the operation's published name and the retry identity.
@@ -175,9 +176,8 @@ Scenario parse_document(const json& doc, const std::string& source) {
     const auto kind_name = spec.require_string("kind");
     const auto* kind = registry.find(kind_name);
     if (kind == nullptr) {
-      std::string known;
-      for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
-      throw InputError(spec.child_path("kind"), "unknown step kind \"" + kind_name + "\" (known: " + known + ")");
+      throw InputError(spec.child_path("kind"),
+                       "unknown step kind \"" + kind_name + "\" (known: " + registry.known_names() + ")");
     }
     const auto at_s = spec.require_int("at_s");
     if (previous_at_s && at_s < *previous_at_s) {

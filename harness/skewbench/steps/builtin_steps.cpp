@@ -1,6 +1,7 @@
 #include <stdexcept>
 
 #include "common/errors.hpp"
+#include "common/text.hpp"
 #include "infra/remote_snapshot.hpp"
 #include "steps/step.hpp"
 
@@ -380,14 +381,6 @@ class RestartDatabaseStep final : public Step {
 
 // --- registry --------------------------------------------------------------
 
-std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
-  auto node = spec.require_string("node");
-  if (!ctx.node_ids.contains(node)) {
-    throw InputError(spec.child_path("node"), "unknown node \"" + node + "\" (declare it in $.nodes)");
-  }
-  return node;
-}
-
 const std::vector<std::string> kTemporalStates = {"ACTIVE", "EXPIRED", "TIME_UNKNOWN"};
 const std::vector<std::string> kRemoteStatuses = {"absent", "committed", "conflict"};
 const std::vector<std::string> kTransportOutcomes = {"ACK_RECEIVED", "ACK_UNKNOWN", "REJECTED", "FENCED_OUT"};
@@ -513,27 +506,18 @@ StepRegistry make_builtin_registry() {
 
 }  // namespace
 
+std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
+  auto node = spec.require_string("node");
+  if (!ctx.node_ids.contains(node)) {
+    throw InputError(spec.child_path("node"), "unknown node \"" + node + "\" (declare it in $.nodes)");
+  }
+  return node;
+}
+
 infra::RemoteSnapshot StepContext::checked_snapshot(const nlohmann::json& body, const std::string& where) const {
   const auto snapshot = infra::parse_snapshot(body);
   ledger.check(snapshot, where);
   return snapshot;
-}
-
-void StepRegistry::add(StepKind kind) {
-  if (kinds_.contains(kind.name)) throw std::logic_error("step kind registered twice: " + kind.name);
-  auto name = kind.name;
-  kinds_.emplace(std::move(name), std::move(kind));
-}
-
-const StepKind* StepRegistry::find(std::string_view name) const {
-  const auto it = kinds_.find(name);
-  return it == kinds_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> StepRegistry::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, _] : kinds_) out.push_back(name);
-  return out;
 }
 
 const StepRegistry& builtin_steps() {
@@ -557,14 +541,12 @@ void validate_expected_value(const ObservedField& field, const json& value, cons
       return;
     case FieldType::String:
     case FieldType::NullableString: {
-      const auto text = expect_string(value, path);
+      const auto given = expect_string(value, path);
       if (field.allowed.empty()) return;
       for (const auto& a : field.allowed) {
-        if (a == text) return;
+        if (a == given) return;
       }
-      std::string list;
-      for (const auto& a : field.allowed) list += (list.empty() ? "" : ", ") + a;
-      throw InputError(path, "\"" + text + "\" is not one of: " + list);
+      throw InputError(path, "\"" + given + "\" is not one of: " + text::join(field.allowed, ", "));
     }
   }
 }

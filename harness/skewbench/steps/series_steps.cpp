@@ -59,14 +59,6 @@ json exchange_record(const infra::HttpExchange& ex) {
           {"duration_us", ex.duration_us}};
 }
 
-std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
-  auto node = spec.require_string("node");
-  if (!ctx.node_ids.contains(node)) {
-    throw InputError(spec.child_path("node"), "unknown node \"" + node + "\" (declare it in $.nodes)");
-  }
-  return node;
-}
-
 // Expiry cleanup at a node's time: the remote deletes the operation's
 // idempotency records with expires_at <= that time and, when it removed any,
 // advances its temporal epoch.

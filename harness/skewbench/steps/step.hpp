@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_reader.hpp"
+#include "common/registry.hpp"
 #include "infra/ports.hpp"
 #include "infra/remote_snapshot.hpp"
 #include "policy/policy.hpp"
@@ -169,14 +170,15 @@ struct StepKind {
   bool takes_node = true;  // "node" is required (and checked against the scenario's nodes)
 };
 
-class StepRegistry {
+class StepRegistry : public Registry<StepKind> {
  public:
-  void add(StepKind kind);  // throws std::logic_error on a duplicate name
-  const StepKind* find(std::string_view name) const;
-  std::vector<std::string> names() const;
-
- private:
-  std::map<std::string, StepKind, std::less<>> kinds_;
+  StepRegistry() : Registry("step kind") {}
+  using Registry::add;
+  // Under the kind's own name; throws std::logic_error on a duplicate name.
+  void add(StepKind kind) {
+    auto name = kind.name;
+    add(std::move(name), std::move(kind));
+  }
 };
 
 // commit_operation, post_effect, observe, recover, set_clock_offset,
@@ -186,6 +188,9 @@ const StepRegistry& builtin_steps();
 
 // Registers the step kinds the #015-#019 series adds (steps/series_steps.cpp).
 void add_series_steps(StepRegistry& registry);
+
+// The step's "node", which must be one of the scenario's nodes; throws InputError.
+std::string require_node(ObjectReader& spec, const StepParseContext& context);
 
 // Checks an expectation value against a field's declared type; throws InputError.
 void validate_expected_value(const ObservedField& field, const nlohmann::json& value, const std::string& path);

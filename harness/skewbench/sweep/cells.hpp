@@ -1,9 +1,9 @@
 #pragma once
 
 // cells.jsonl: one JSON object per line, one line per cell, in cell-index
-// order. The sweep's core digest is SHA-256 over each cell's core line (the
-// record without timings or error text) followed by "\n", in index order, so a
-// sweep split into shards and merged has the same digest as the whole.
+// order, written as the sweep runs and read back when it resumes. What a
+// cell's core line is, and the per-policy tally, are defined with the rest of
+// the evidence (evidence/cell_core.hpp).
 
 #include <cstdint>
 #include <fstream>
@@ -14,24 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/digest.hpp"
+#include "evidence/cell_core.hpp"
 
 namespace skewbench::sweep {
-
-inline constexpr const char* kVerdicts[] = {"SAFE", "CONFLICT", "HELD", "ERROR"};
-
-// The deterministic part of a cell record, serialised canonically.
-std::string cell_core_line(const nlohmann::json& record);
-
-// Per-policy verdict counts, keyed by policy label.
-class VerdictTally {
- public:
-  void add(const nlohmann::json& record);
-  nlohmann::json to_json() const;
-  std::uint64_t count(const std::string& verdict) const;
-
- private:
-  std::map<std::string, std::pair<std::string, std::map<std::string, std::uint64_t>>> by_label_;
-};
 
 // Appends records to cells.jsonl in order and keeps the running digest and
 // tally; holds nothing else, so memory stays flat in the number of cells.
@@ -41,13 +26,13 @@ class CellWriter {
   void write(const nlohmann::json& record);
   std::string finish();  // closes the file and returns the core digest
   std::uint64_t written() const { return written_; }
-  const VerdictTally& tally() const { return tally_; }
+  const evidence::VerdictTally& tally() const { return tally_; }
 
  private:
   std::string path_;
   std::ofstream out_;
   Sha256 digest_;
-  VerdictTally tally_;
+  evidence::VerdictTally tally_;
   std::uint64_t written_ = 0;
 };
 

@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "common/elapsed.hpp"
 #include "common/errors.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
@@ -175,8 +176,12 @@ class WorkerConnections {
       drop();
       return false;
     }
-    runner_ = std::make_unique<runner::ScenarioRunner>(
-        *remote_, *outbox_, runner::RunnerOptions{settings_.run_id, settings_.remote_control, nullptr, false});
+    runner_ = std::make_unique<runner::ScenarioRunner>(*remote_, *outbox_,
+                                                       runner::RunnerOptions{.run_id = settings_.run_id,
+                                                                             .remote_control = settings_.remote_control,
+                                                                             .interrupted = nullptr,
+                                                                             .evaluate_expectations = false,
+                                                                             .database_control = nullptr});
     return true;
   }
 
@@ -281,9 +286,8 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
       // A cell that failed may have left its connections broken: start the
       // next cell on fresh ones.
       if (r.error) connections.drop();
-      buffer.push(
-          k, cell_record(grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict, r.error,
-                         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - cell_started).count()));
+      buffer.push(k, cell_record(grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict, r.error,
+                                 micros_since(cell_started)));
     }
   };
 
