@@ -116,6 +116,9 @@ Service::Service(ServiceOptions options)
       state_db_absolute_(std::filesystem::absolute(options_.state_db)),
       boot_id_(new_boot_id()),
       store_(std::make_unique<Store>(options_.state_db, options_.sync, options_.dedupe)),
+      committer_(std::make_unique<GroupCommitter>(
+          [store = store_.get()](std::span<PendingPost* const> group) { store->post_group(group); },
+          options_.max_group_posts)),
       server_(std::make_unique<ConnectionServer>(options_.connections)) {
   install_error_handlers();
   install_routes();
@@ -242,16 +245,22 @@ void Service::handle_post(const httplib::Request& req, httplib::Response& res, s
   const auto& request = std::get<PostRequest>(parsed);
 
   // The response is built inside the transaction: when it cannot be built,
-  // nothing is committed.
+  // nothing of this POST is committed. submit() returns only after the COMMIT
+  // of the group that holds this POST (the callback may run on another
+  // connection's thread meanwhile; this thread waits, so its locals live).
   std::string response_body;
-  const auto result = store_->post(request, [&](const PostResult& committed) {
+  const auto build_response = [&](const PostResult& committed) {
     if (request.drop_ack) return;
     auto json = snapshot_json(request.operation_id, request.logical_time_s, committed.state, boot_id_, options_.dedupe);
     json["delivery"] = delivery_name(committed.delivery);
     json["idempotency_key"] = request.idempotency_key;
     json["ttl_seconds"] = request.ttl_s;
     response_body = json.dump();
-  });
+  };
+  PendingPost pending{.request = &request, .before_commit = build_response, .result = std::nullopt, .error = nullptr};
+  committer_->submit(pending);
+  if (pending.error) std::rethrow_exception(pending.error);
+  const auto& result = *pending.result;
   if (result.delivery == Delivery::fenced_out) {
     return reply(res, 409, fenced_out_json(*request.fence_epoch, result.state.temporal_epoch));
   }
@@ -309,6 +318,7 @@ nlohmann::ordered_json Service::ready_line() const {
 
 nlohmann::json Service::health() const {
   const auto totals = store_->totals();
+  const auto groups = committer_->stats();
   return {{"status", "ok"},
           {"service", "remote-effect"},
           {"boot_id", boot_id_},
@@ -322,6 +332,8 @@ nlohmann::json Service::health() const {
           {"temporal_epoch", totals.temporal_epoch},
           {"max_connections", options_.connections.max_connections},
           {"open_connections", server_->open_connections()},
+          {"post_commits", totals.post_commits},
+          {"largest_post_group", groups.largest_group},
           {"schema_version", Store::kSchemaVersion},
           {"version", build_info::kVersion},
           {"git_commit", build_info::kGitCommit},

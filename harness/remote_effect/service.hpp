@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "remote_effect/connection_server.hpp"
+#include "remote_effect/group_commit.hpp"
 #include "remote_effect/store.hpp"
 
 namespace skewbench::remote_effect {
@@ -27,6 +28,8 @@ struct ServiceOptions {
   std::int64_t default_ttl_s = 60;
   DedupeMode dedupe = DedupeMode::durable;
   ConnectionLimits connections;
+  // Concurrent POSTs committed together in one transaction, at most.
+  std::size_t max_group_posts = 64;
 };
 
 // The address or port cannot be bound.
@@ -79,6 +82,7 @@ class Service {
   int bound_port_ = -1;
   int listen_fd_ = -1;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ConnectionServer> server_;
   std::atomic<bool> run_started_{false};
   std::atomic<bool> stop_requested_{false};

@@ -134,9 +134,9 @@ std::optional<SyncMode> parse_sync_mode(std::string_view text) {
 struct Store::Impl {
   explicit Impl(sqlite3* connection) : db(connection) {}
   ~Impl() {
-    for (auto* statement :
-         {&begin, &commit, &rollback, &select_record, &insert_effect, &upsert_record, &insert_request, &select_effects,
-          &select_records, &count_requests, &select_epoch, &update_epoch, &delete_record, &count_records}) {
+    for (auto* statement : {&begin, &commit, &rollback, &savepoint, &release, &rollback_to, &select_record,
+                            &insert_effect, &upsert_record, &insert_request, &select_effects, &select_records,
+                            &count_requests, &select_epoch, &update_epoch, &delete_record, &count_records}) {
       statement->reset();
     }
     // The last connection to close checkpoints the WAL into the main file.
@@ -147,6 +147,9 @@ struct Store::Impl {
     begin = std::make_unique<Statement>(db, "BEGIN IMMEDIATE");
     commit = std::make_unique<Statement>(db, "COMMIT");
     rollback = std::make_unique<Statement>(db, "ROLLBACK");
+    savepoint = std::make_unique<Statement>(db, "SAVEPOINT one_post");
+    release = std::make_unique<Statement>(db, "RELEASE one_post");
+    rollback_to = std::make_unique<Statement>(db, "ROLLBACK TO one_post");
     select_record =
         std::make_unique<Statement>(db,
                                     "SELECT idempotency_key, operation_id, created_at, expires_at, body_sha256"
@@ -181,8 +184,9 @@ struct Store::Impl {
   }
 
   sqlite3* db;
-  std::unique_ptr<Statement> begin, commit, rollback, select_record, insert_effect, upsert_record, insert_request,
-      select_effects, select_records, count_requests, select_epoch, update_epoch, delete_record, count_records;
+  std::unique_ptr<Statement> begin, commit, rollback, savepoint, release, rollback_to, select_record, insert_effect,
+      upsert_record, insert_request, select_effects, select_records, count_requests, select_epoch, update_epoch,
+      delete_record, count_records;
 };
 
 namespace {
@@ -269,35 +273,51 @@ Store::~Store() = default;
 
 std::string Store::sqlite_version() { return sqlite3_libversion(); }
 
-namespace {
-
-// Restores a volatile key record unless dismissed (after a successful COMMIT).
-class VolatileUndo {
+// The changes made to the volatile key records inside the open transaction, in
+// order, so that they are undone with the SQL writes they belong to: one POST's
+// (from its mark) when its savepoint is rolled back, all of them when the
+// transaction is. Whatever is not forgotten after the COMMIT is undone on
+// destruction.
+class Store::VolatileJournal {
  public:
-  VolatileUndo(std::map<std::string, IdempotencyRecord, std::less<>>& records, std::string key)
-      : records_(records), key_(std::move(key)) {
-    if (const auto it = records_.find(key_); it != records_.end()) previous_ = it->second;
+  explicit VolatileJournal(VolatileRecords& records) : records_(records) {}
+  ~VolatileJournal() { undo_to(0); }
+  VolatileJournal(const VolatileJournal&) = delete;
+  VolatileJournal& operator=(const VolatileJournal&) = delete;
+
+  void write(const IdempotencyRecord& record) {
+    std::optional<IdempotencyRecord> previous;
+    if (const auto it = records_.find(record.idempotency_key); it != records_.end()) previous = it->second;
+    entries_.push_back(Entry{record.idempotency_key, std::move(previous)});
+    records_[record.idempotency_key] = record;
   }
-  ~VolatileUndo() {
-    if (dismissed_) return;
-    if (previous_) {
-      records_[key_] = *previous_;
-    } else {
-      records_.erase(key_);
+
+  std::size_t mark() const { return entries_.size(); }
+
+  // Restores the records as they were when mark() returned `mark`.
+  void undo_to(std::size_t mark) {
+    while (entries_.size() > mark) {
+      auto& entry = entries_.back();
+      if (entry.previous) {
+        records_[entry.key] = *entry.previous;
+      } else {
+        records_.erase(entry.key);
+      }
+      entries_.pop_back();
     }
   }
-  VolatileUndo(const VolatileUndo&) = delete;
-  VolatileUndo& operator=(const VolatileUndo&) = delete;
-  void dismiss() { dismissed_ = true; }
+
+  // The transaction committed: the changes stay.
+  void forget() { entries_.clear(); }
 
  private:
-  std::map<std::string, IdempotencyRecord, std::less<>>& records_;
-  std::string key_;
-  std::optional<IdempotencyRecord> previous_;
-  bool dismissed_ = false;
+  struct Entry {
+    std::string key;
+    std::optional<IdempotencyRecord> previous;
+  };
+  VolatileRecords& records_;
+  std::vector<Entry> entries_;
 };
-
-}  // namespace
 
 std::int64_t Store::epoch_locked() {
   Query query(*impl_->select_epoch);
@@ -317,9 +337,9 @@ std::optional<IdempotencyRecord> Store::find_record_locked(const std::string& id
   return IdempotencyRecord{query.text(0), query.text(1), query.int64(2), query.int64(3), query.text(4)};
 }
 
-void Store::write_record_locked(const IdempotencyRecord& record) {
+void Store::write_record_locked(const IdempotencyRecord& record, VolatileJournal& journal) {
   if (dedupe_ == DedupeMode::volatile_) {
-    volatile_records_[record.idempotency_key] = record;
+    journal.write(record);
     return;
   }
   Query(*impl_->upsert_record)
@@ -333,19 +353,95 @@ void Store::write_record_locked(const IdempotencyRecord& record) {
 
 PostResult Store::post(const PostRequest& request, const BeforeCommit& before_commit) {
   std::lock_guard lock(mutex_);
-  auto& s = *impl_;
-  Transaction transaction(*s.begin, *s.commit, *s.rollback);
+  return post_alone_locked(request, before_commit);
+}
 
+void Store::post_group(std::span<PendingPost* const> group) {
+  std::lock_guard lock(mutex_);
+  if (group.size() > 1 && post_together_locked(group)) return;
+  // A group of one, or a group whose shared transaction was lost: one
+  // transaction per POST, each judged on what the ones before it committed.
+  for (auto* post : group) {
+    post->result.reset();
+    post->error = nullptr;
+    try {
+      post->result = post_alone_locked(*post->request, post->before_commit);
+    } catch (...) {
+      post->error = std::current_exception();
+    }
+  }
+}
+
+PostResult Store::post_alone_locked(const PostRequest& request, const BeforeCommit& before_commit) {
+  auto& s = *impl_;
+  VolatileJournal journal(volatile_records_);
+  Transaction transaction(*s.begin, *s.commit, *s.rollback);
+  auto result = apply_locked(request, before_commit, journal);
+  if (is_refusal(result.delivery)) return result;  // Rolled back: a refusal writes and logs nothing.
+  transaction.commit();
+  ++post_commits_;
+  journal.forget();
+  return result;
+}
+
+// False when the group's transaction was lost and nothing of it committed.
+bool Store::post_together_locked(std::span<PendingPost* const> group) {
+  auto& s = *impl_;
+  VolatileJournal journal(volatile_records_);
+  try {
+    Transaction transaction(*s.begin, *s.commit, *s.rollback);
+    for (auto* post : group) {
+      if (!post_in_savepoint_locked(*post, journal)) return false;
+    }
+    transaction.commit();
+  } catch (...) {
+    return false;  // BEGIN, a savepoint statement or COMMIT failed: rolled back.
+  }
+  ++post_commits_;
+  journal.forget();
+  return true;
+}
+
+// One POST of a group in its own savepoint. False when its failure took the
+// whole transaction with it.
+bool Store::post_in_savepoint_locked(PendingPost& post, VolatileJournal& journal) {
+  auto& s = *impl_;
+  Query(*s.savepoint).run();
+  const auto mark = journal.mark();
+  try {
+    post.result = apply_locked(*post.request, post.before_commit, journal);
+    if (!is_refusal(post.result->delivery)) {
+      Query(*s.release).run();
+      return true;
+    }
+  } catch (...) {
+    post.result.reset();
+    post.error = std::current_exception();
+    // SQLite may have rolled the whole transaction back (SQLITE_FULL,
+    // SQLITE_IOERR, a trigger's RAISE(ROLLBACK), ...): then no savepoint is left.
+    if (sqlite3_get_autocommit(s.db) != 0) return false;
+  }
+  // A refusal, or a failure: this POST's writes are undone, the others' kept.
+  journal.undo_to(mark);
+  Query(*s.rollback_to).run();
+  Query(*s.release).run();
+  return true;
+}
+
+// The read-decide-write of one POST inside the open transaction; a refusal
+// returns before writing anything.
+PostResult Store::apply_locked(const PostRequest& request, const BeforeCommit& before_commit,
+                               VolatileJournal& journal) {
+  auto& s = *impl_;
   PostResult result;
   result.state.temporal_epoch = epoch_locked();
   if (check_fence(request.fence_epoch, result.state.temporal_epoch)) {
     result.delivery = Delivery::fenced_out;
-    return result;  // Rolled back: a fenced-out POST writes and logs nothing.
+    return result;  // A fenced-out POST writes and logs nothing.
   }
   result.delivery = decide(find_record_locked(request.idempotency_key), request);
-  if (is_refusal(result.delivery)) return result;  // The transaction rolls back: a refusal writes nothing.
+  if (is_refusal(result.delivery)) return result;
 
-  VolatileUndo undo(volatile_records_, request.idempotency_key);
   if (result.delivery == Delivery::applied) {
     Query(*s.insert_effect)
         .bind(1, request.operation_id)
@@ -353,7 +449,8 @@ PostResult Store::post(const PostRequest& request, const BeforeCommit& before_co
         .bind(3, request.logical_time_s)
         .run();
     write_record_locked(IdempotencyRecord{request.idempotency_key, request.operation_id, request.logical_time_s,
-                                          request.expires_at_s, request.body_sha256});
+                                          request.expires_at_s, request.body_sha256},
+                        journal);
   }
   Query(*s.insert_request)
       .bind(1, request.operation_id)
@@ -365,8 +462,6 @@ PostResult Store::post(const PostRequest& request, const BeforeCommit& before_co
       .run();
   result.state = read_locked(request.operation_id);
   if (before_commit) before_commit(result);
-  transaction.commit();
-  undo.dismiss();
   return result;
 }
 
@@ -400,6 +495,7 @@ StoreTotals Store::totals() {
   std::lock_guard lock(mutex_);
   StoreTotals totals;
   totals.temporal_epoch = epoch_locked();
+  totals.post_commits = post_commits_;
   Query query(*impl_->count_records);
   if (query.step()) totals.durable_idempotency_records = query.int64(0);
   return totals;

@@ -484,6 +484,8 @@ TEST_CASE("health reports the sync mode, the versions and a fresh boot_id") {
   CHECK(health.at("version") == skewbench::build_info::kVersion);
   CHECK(health.at("git_commit") == skewbench::build_info::kGitCommit);
   CHECK(health.at("sqlite_version") == sqlite3_libversion());
+  CHECK(health.at("post_commits") == 0);
+  CHECK(health.at("largest_post_group") == 0);
   CHECK_FALSE(health.at("hostname").get<std::string>().empty());
   const auto boot_id = health.at("boot_id").get<std::string>();
   CHECK(boot_id == service.process.boot_id());
