@@ -1,6 +1,6 @@
 #pragma once
 
-// Layer 5: evidence. Every artifact names its schema version, the exact inputs,
+// The evidence layer. Every artifact names its schema version, the exact inputs,
 // the versions of everything it ran against, its warnings, and a SHA-256 digest
 // over its deterministic core: inputs, decisions, counts and verdicts, but not
 // timings, hosts, run ids or boot ids. The same inputs give the same core

@@ -1,6 +1,6 @@
 #pragma once
 
-// Layer 2: replay policies. A policy turns what a recovering node knows (its own
+// The policy layer: replay policies. A policy turns what a recovering node knows (its own
 // clock, the record's expires_at, and whatever time source the policy declares)
 // into a temporal state and a decision. Policies are small classes registered
 // by name; a scenario names one and gives its parameters.

@@ -1,6 +1,6 @@
 #pragma once
 
-// Layer 2 vocabulary: the temporal state of an idempotency record and the
+// The policy layer's vocabulary: the temporal state of an idempotency record and the
 // decisions a recovering node can take. Names match the evidence files.
 
 #include <optional>

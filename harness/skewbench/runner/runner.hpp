@@ -1,6 +1,6 @@
 #pragma once
 
-// Layer 4: the runner executes a scenario's steps against the database and the
+// The runner layer executes a scenario's steps against the database and the
 // remote service, takes a closing measurement read back from both, and checks
 // the scenario's expectations against what was measured.
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// Layer 3: steps, the scenario vocabulary. A step kind is a small class with
+// The steps layer: the scenario vocabulary. A step kind is a small class with
 // one execute() method, registered once by name with the fields it observes.
 // A scenario file lists steps; each may carry an "expect" object whose keys
 // must be fields its kind observes. A new family of scenarios (a remote

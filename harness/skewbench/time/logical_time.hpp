@@ -1,6 +1,6 @@
 #pragma once
 
-// Layer 1: time. Everything here is a pure function of its arguments; nothing
+// The time layer, the lowest. Everything here is a pure function of its arguments; nothing
 // reads the system clock. A "logical second" is an integer second of the
 // scenario's logical epoch, the same unit the remote-effect service uses.
 
