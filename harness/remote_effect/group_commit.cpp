@@ -15,13 +15,13 @@ GroupCommitter::GroupCommitter(RunGroup run_group, std::size_t max_group_posts)
 }
 
 void GroupCommitter::submit(PendingPost& post) {
-  Waiter waiter{.post = &post, .done = false};
+  Waiter waiter{.post = &post, .done = false, .wake = {}};
   std::unique_lock lock(mutex_);
   queue_.push_back(&waiter);
   try {
     while (!waiter.done) {
       if (leading_) {
-        group_done_.wait(lock);
+        waiter.wake.wait(lock);
       } else {
         lead(lock);
       }
@@ -47,13 +47,18 @@ void GroupCommitter::lead(std::unique_lock<std::mutex>& lock) {
   run_group(group);
   lock.lock();
 
-  for (auto* waiter : waiters) waiter->done = true;
+  for (auto* waiter : waiters) {
+    waiter->done = true;
+    waiter->wake.notify_one();
+  }
   ++stats_.groups;
   stats_.posts += static_cast<std::int64_t>(group.size());
   stats_.largest_group = std::max(stats_.largest_group, group.size());
   leading_ = false;
-  // Wakes the threads of this group, and the next group's leader.
-  group_done_.notify_all();
+  // The oldest queued POST's thread leads the next group, unless a thread
+  // arriving meanwhile takes the queue first (then that one is woken again
+  // when its POST's group is done, or when it is oldest again).
+  if (!queue_.empty()) queue_.front()->wake.notify_one();
 }
 
 void GroupCommitter::run_group(std::span<PendingPost* const> group) noexcept {

@@ -50,9 +50,13 @@ class GroupCommitter {
   std::size_t queued() const;
 
  private:
+  // One submitting thread. Each has its own condition variable, so that the
+  // end of a group wakes only that group's threads and the next leader, not
+  // every thread in the queue.
   struct Waiter {
     PendingPost* post = nullptr;
     bool done = false;  // guarded by mutex_
+    std::condition_variable wake;
   };
   void lead(std::unique_lock<std::mutex>& lock);
   void run_group(std::span<PendingPost* const> group) noexcept;
@@ -60,7 +64,6 @@ class GroupCommitter {
   RunGroup run_group_;
   std::size_t max_group_posts_;
   mutable std::mutex mutex_;
-  std::condition_variable group_done_;
   std::deque<Waiter*> queue_;  // guarded by mutex_
   bool leading_ = false;       // guarded by mutex_: a group is running
   GroupStats stats_;           // guarded by mutex_

@@ -308,6 +308,43 @@ TEST_CASE("POSTs queued while a group runs form the next groups, oldest first, n
   CHECK(committer.stats().posts == kFollowers + 1);
 }
 
+TEST_CASE("many threads submitting at once each get their own POST's outcome, and none is left waiting") {
+  constexpr int kThreads = 32;
+  constexpr int kPostsPerThread = 200;
+  constexpr std::size_t kMaxGroup = 8;
+  std::atomic<int> running{0};
+  std::atomic<bool> overlapped{false};
+  re::GroupCommitter committer(
+      [&](std::span<re::PendingPost* const> group) {
+        if (running++ != 0) overlapped = true;
+        for (auto* post : group) {
+          post->result = re::PostResult{};
+          post->result->state.post_requests = post->request->logical_time_s;
+        }
+        --running;
+      },
+      kMaxGroup);
+  std::vector<int> wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPostsPerThread; ++i) {
+        const auto r = request("op", "key", t * kPostsPerThread + i);
+        re::PendingPost post{.request = &r, .before_commit = {}, .result = std::nullopt, .error = nullptr};
+        committer.submit(post);
+        if (!post.result || post.result->state.post_requests != r.logical_time_s) ++wrong[static_cast<std::size_t>(t)];
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(std::count(wrong.begin(), wrong.end(), 0) == kThreads);
+  CHECK_FALSE(overlapped);  // one group at a time
+  const auto stats = committer.stats();
+  CHECK(stats.posts == kThreads * kPostsPerThread);
+  CHECK(stats.largest_group <= kMaxGroup);
+  CHECK(committer.queued() == 0);
+}
+
 TEST_CASE("a group runner that throws gives each POST of its group the error; the next group runs") {
   std::atomic<int> calls{0};
   re::GroupCommitter committer(
