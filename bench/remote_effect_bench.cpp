@@ -7,7 +7,10 @@
 // --requests-per-client POSTs with a fresh operation id and key each, so every
 // request is an `applied` write. The floor is one INSERT per transaction in a
 // WAL database at synchronous FULL and NORMAL. The overhead ratio divides the
-// service's one-client p50 latency by the floor's p50 commit time.
+// service's one-client p50 latency by the floor's p50 commit time; "x floor"
+// divides the service's requests/s by the floor's commits/s. POSTs/commit is
+// how many POSTs the service committed per transaction (group commit), from
+// the post_commits counter of its /health before and after each run.
 //
 // Wall-clock time appears here only to measure; no decision depends on it.
 
@@ -61,7 +64,12 @@ struct ServiceRun {
   int errors = 0;
   double seconds = 0.0;
   Latencies latency;
+  std::optional<std::int64_t> commits;  // transactions the service committed; unknown for an older binary
   double requests_per_s() const { return seconds > 0 ? requests / seconds : 0.0; }
+  std::optional<double> posts_per_commit() const {
+    if (!commits || *commits <= 0) return std::nullopt;
+    return static_cast<double>(requests - errors) / static_cast<double>(*commits);
+  }
 };
 
 struct FloorRun {
@@ -126,6 +134,17 @@ ServiceRun drive_service(const std::string& base_url, const std::string& sync, i
     run.latency.samples_us.insert(run.latency.samples_us.end(), per_thread[c].begin(), per_thread[c].end());
   }
   return run;
+}
+
+// The service's post_commits counter, when its /health reports one.
+std::optional<std::int64_t> post_commits(const std::string& base_url) {
+  httplib::Client client(base_url);
+  client.set_tcp_nodelay(true);
+  const auto result = client.Get("/health");
+  if (!result || result->status != 200) return std::nullopt;
+  const auto health = json::parse(result->body, nullptr, false);
+  if (!health.is_object() || !health.contains("post_commits")) return std::nullopt;
+  return health["post_commits"].get<std::int64_t>();
 }
 
 void sqlite_exec(sqlite3* db, const char* sql) {
@@ -215,6 +234,12 @@ std::string host_name() {
   return ::gethostname(buffer, sizeof(buffer) - 1) == 0 ? buffer : "unknown";
 }
 
+std::string fixed(double value, int decimals) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  return buffer;
+}
+
 std::vector<int> parse_clients(const std::string& text) {
   std::vector<int> clients;
   std::stringstream in(text);
@@ -282,7 +307,10 @@ int main(int argc, char** argv) {
       launch.stderr_path = (dir.path() / ("service-" + sync + ".log")).string();
       skewbench::remote_effect::RemoteEffectProcess service(launch);
       for (const int n : clients) {
+        const auto commits_before = post_commits(service.base_url());
         service_runs.push_back(drive_service(service.base_url(), sync, n, requests_per_client));
+        const auto commits_after = post_commits(service.base_url());
+        if (commits_before && commits_after) service_runs.back().commits = *commits_after - *commits_before;
       }
       if (const int code = service.stop(); code != 0) {
         throw std::runtime_error("remote-effect (--sync " + sync + ") exited with code " + std::to_string(code));
@@ -313,6 +341,13 @@ int main(int argc, char** argv) {
       }
       return std::nullopt;
     };
+    auto over_floor_rate = [&](const ServiceRun& run) -> std::optional<double> {
+      for (const auto& f : floor_runs) {
+        if (f.sync == run.sync && f.commits_per_s() > 0) return run.requests_per_s() / f.commits_per_s();
+      }
+      return std::nullopt;
+    };
+    auto or_null = [](const std::optional<double>& value) { return value ? json(*value) : json(nullptr); };
 
     json context = {{"json_schema_version", 1},
                     {"date_utc", utc_now()},
@@ -338,7 +373,9 @@ int main(int argc, char** argv) {
                                   {"seconds", run.seconds},
                                   {"requests_per_s", run.requests_per_s()},
                                   {"p50_us", run.latency.percentile(50)},
-                                  {"p99_us", run.latency.percentile(99)}});
+                                  {"p99_us", run.latency.percentile(99)},
+                                  {"requests_per_s_over_floor", or_null(over_floor_rate(run))},
+                                  {"posts_per_commit", or_null(run.posts_per_commit())}});
       }
       for (const auto& run : floor_runs) {
         out["sqlite_floor"].push_back({{"sync", run.sync},
@@ -365,11 +402,14 @@ int main(int argc, char** argv) {
         "cpp-httplib %s; %u CPUs; state on %s)\n",
         skewbench::build_info::kVersion, skewbench::build_info::kGitCommit, skewbench::build_info::kBuildType,
         sqlite3_libversion(), CPPHTTPLIB_VERSION, std::thread::hardware_concurrency(), fs_type.c_str());
-    std::printf("%-7s %7s %9s %7s %10s %9s %9s\n", "sync", "clients", "requests", "errors", "req/s", "p50_us",
-                "p99_us");
+    std::printf("%-7s %7s %9s %7s %10s %8s %9s %9s %12s\n", "sync", "clients", "requests", "errors", "req/s", "x floor",
+                "p50_us", "p99_us", "POSTs/commit");
     for (const auto& run : service_runs) {
-      std::printf("%-7s %7d %9d %7d %10.0f %9.0f %9.0f\n", run.sync.c_str(), run.clients, run.requests, run.errors,
-                  run.requests_per_s(), run.latency.percentile(50), run.latency.percentile(99));
+      const auto ratio = over_floor_rate(run);
+      const auto per_commit = run.posts_per_commit();
+      std::printf("%-7s %7d %9d %7d %10.0f %8s %9.0f %9.0f %12s\n", run.sync.c_str(), run.clients, run.requests,
+                  run.errors, run.requests_per_s(), ratio ? fixed(*ratio, 2).c_str() : "-", run.latency.percentile(50),
+                  run.latency.percentile(99), per_commit ? fixed(*per_commit, 1).c_str() : "-");
     }
     std::printf("\nSQLite commit floor (one INSERT per transaction, WAL, same filesystem)\n");
     std::printf("%-7s %7s %10s %9s %9s\n", "sync", "commits", "commits/s", "p50_us", "p99_us");
