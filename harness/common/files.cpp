@@ -19,6 +19,21 @@ std::runtime_error errno_error(const std::string& what, const std::filesystem::p
   return std::runtime_error(what + " " + path.string() + ": " + std::strerror(errno));
 }
 
+// Writes every byte, again after a signal interrupts; false (errno set) on an
+// error, which the caller reports naming its path.
+bool write_all(int fd, std::string_view bytes) {
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 }  // namespace
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
@@ -27,17 +42,11 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
   std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw errno_error("cannot create a temporary file for", path);
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const auto err = errno_error("cannot write", path);
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      throw err;
-    }
-    written += static_cast<size_t>(n);
+  if (!write_all(fd, bytes)) {
+    const auto err = errno_error("cannot write", path);
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    throw err;
   }
   ::fchmod(fd, 0644);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
@@ -55,16 +64,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 void write_file_unsynced(const std::filesystem::path& path, std::string_view bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw errno_error("cannot create", path);
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const auto err = errno_error("cannot write", path);
-      ::close(fd);
-      throw err;
-    }
-    written += static_cast<size_t>(n);
+  if (!write_all(fd, bytes)) {
+    const auto err = errno_error("cannot write", path);
+    ::close(fd);
+    throw err;
   }
   if (::close(fd) != 0) throw errno_error("cannot write", path);
 }
