@@ -23,6 +23,8 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake/ cmake/
 COPY harness/ harness/
+# The evidence schemas are compiled into skewbench (for `skewbench verify`).
+COPY schemas/ schemas/
 ARG SKEWBENCH_GIT_COMMIT=unknown
 ENV SKEWBENCH_GIT_COMMIT=${SKEWBENCH_GIT_COMMIT}
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
