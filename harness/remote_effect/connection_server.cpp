@@ -36,6 +36,13 @@ struct RequestContext {
 
 thread_local RequestContext* current_context = nullptr;
 
+// cpp-httplib changed two declarations this loop builds on between Debian 12's
+// 0.11 and Debian 13's 0.18: TaskQueue::enqueue returned void and now returns
+// whether it took the task, and Server::process_request asked the stream for
+// the peer's and its own address and now takes them as arguments. Both are
+// read off the installed header rather than its version number.
+using EnqueueResult = decltype(std::declval<httplib::TaskQueue&>().enqueue(std::function<void()>()));
+
 // Numeric host and port of a socket address, as cpp-httplib prints them.
 void describe(const sockaddr_storage& address, socklen_t length, std::string& host, int& port) {
   char host_buffer[NI_MAXHOST] = "";
@@ -180,7 +187,7 @@ class ConnectionStream final : public httplib::Stream {
 // joined at the next enqueue; shutdown() joins the rest.
 class ThreadPerConnection final : public httplib::TaskQueue {
  public:
-  void enqueue(std::function<void()> fn) override {
+  EnqueueResult enqueue(std::function<void()> fn) override {
     std::lock_guard lock(mutex_);
     join_finished_locked();
     threads_.emplace_back();
@@ -190,6 +197,8 @@ class ThreadPerConnection final : public httplib::TaskQueue {
       std::lock_guard done_lock(mutex_);
       finished_.push_back(slot);
     });
+    // Every task is taken (a void cast where enqueue returns nothing).
+    return static_cast<EnqueueResult>(true);
   }
 
   void shutdown() override {
@@ -313,6 +322,21 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
   return true;
 }
 
+template <typename ConnectionStream>
+bool ConnectionServer::process_request_on(ConnectionStream& stream, bool close_connection, bool& connection_closed,
+                                          const std::function<void(httplib::Request&)>& setup_request) {
+  if constexpr (requires { this->process_request(stream, close_connection, connection_closed, setup_request); }) {
+    return process_request(stream, close_connection, connection_closed, setup_request);
+  } else {
+    std::string remote_addr, local_addr;
+    int remote_port = 0, local_port = 0;
+    stream.get_remote_ip_and_port(remote_addr, remote_port);
+    stream.get_local_ip_and_port(local_addr, local_port);
+    return process_request(stream, remote_addr, remote_port, local_addr, local_port, close_connection,
+                           connection_closed, setup_request);
+  }
+}
+
 bool ConnectionServer::serve(socket_t sock) {
   ConnectionStream stream(sock, limits_);
   for (std::size_t served = 1;; ++served) {
@@ -329,7 +353,7 @@ bool ConnectionServer::serve(socket_t sock) {
     bool connection_closed = false;
     const bool last = served >= keep_alive_max_count_;
     const bool answered =
-        process_request(stream, last, connection_closed, [&stream](httplib::Request&) { stream.begin_body(); });
+        process_request_on(stream, last, connection_closed, [&stream](httplib::Request&) { stream.begin_body(); });
     current_context = nullptr;
     if (context.dropped) return false;
     if (context.close_after || context.failure != ReadFailure::none) return true;

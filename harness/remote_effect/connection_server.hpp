@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string_view>
@@ -77,6 +78,11 @@ class ConnectionServer : public httplib::Server {
   // Serves requests until the connection ends; true when it ends after an
   // error response rather than by the client, the idle timeout or a stop.
   bool serve(socket_t sock);
+  // Server::process_request in whichever form the installed cpp-httplib
+  // declares it (see connection_server.cpp).
+  template <typename ConnectionStream>
+  bool process_request_on(ConnectionStream& stream, bool close_connection, bool& connection_closed,
+                          const std::function<void(httplib::Request&)>& setup_request);
 
   ConnectionLimits limits_;
   mutable std::mutex mutex_;
