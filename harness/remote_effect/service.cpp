@@ -251,11 +251,7 @@ void Service::handle_post(const httplib::Request& req, httplib::Response& res, s
   std::string response_body;
   const auto build_response = [&](const PostResult& committed) {
     if (request.drop_ack) return;
-    auto json = snapshot_json(request.operation_id, request.logical_time_s, committed.state, boot_id_, options_.dedupe);
-    json["delivery"] = delivery_name(committed.delivery);
-    json["idempotency_key"] = request.idempotency_key;
-    json["ttl_seconds"] = request.ttl_s;
-    response_body = json.dump();
+    response_body = post_json(request, committed.delivery, committed.state, boot_id_, options_.dedupe).dump();
   };
   PendingPost pending{.request = &request, .before_commit = build_response, .result = std::nullopt, .error = nullptr};
   committer_->submit(pending);

@@ -26,7 +26,7 @@
 #include <string>
 #include <string_view>
 
-#include "remote_effect/logic.hpp"
+#include "remote_effect/protocol.hpp"
 
 namespace skewbench::remote_effect {
 

@@ -9,11 +9,18 @@
 #include "common/elapsed.hpp"
 #include "common/errors.hpp"
 #include "infra/http_failure.hpp"
+#include "remote_effect/protocol.hpp"
 
 namespace skewbench::infra {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+namespace protocol = remote_effect;
+
+httplib::Headers to_httplib(const std::vector<std::pair<std::string, std::string>>& headers) {
+  return {headers.begin(), headers.end()};
+}
 
 nlohmann::json headers_json(const httplib::Headers& headers) {
   nlohmann::json out = nlohmann::json::object();
@@ -94,17 +101,12 @@ std::string HttpRemote::describe_failure(int error, std::int64_t waited_us) cons
 HttpRemote::~HttpRemote() = default;
 
 HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
-  httplib::Headers headers = {
-      {"X-Operation-Id", r.operation_id},
-      {"Idempotency-Key", r.idempotency_key},
-      {"X-Idempotency-TTL", std::to_string(r.ttl_s)},
-      {"X-Logical-Time", std::to_string(r.logical_time_s)},
-      {"X-Drop-Ack", r.drop_ack ? "1" : "0"},
-  };
-  if (r.expected_temporal_epoch) {
-    headers.emplace("X-Require-Temporal-Fence", "1");
-    headers.emplace("X-Expected-Temporal-Epoch", std::to_string(*r.expected_temporal_epoch));
-  }
+  const auto headers = to_httplib(protocol::post_effect_headers({.operation_id = r.operation_id,
+                                                                 .idempotency_key = r.idempotency_key,
+                                                                 .ttl_s = r.ttl_s,
+                                                                 .logical_time_s = r.logical_time_s,
+                                                                 .drop_ack = r.drop_ack,
+                                                                 .fence_epoch = r.expected_temporal_epoch}));
   HttpExchange ex;
   ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", headers_json(headers)}, {"body", r.body}};
   const auto start = Clock::now();
@@ -131,7 +133,7 @@ HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
   if (res->status == 200) {
     ex.outcome = TransportOutcome::AckReceived;
   } else if (res->status == 409 && ex.response_body.is_object() &&
-             ex.response_body.value("delivery", "") == "fenced_out") {
+             ex.response_body.value("delivery", "") == protocol::kDeliveryFencedOut) {
     ex.outcome = TransportOutcome::FencedOut;
   } else if (res->status == 409 || res->status == 422) {
     ex.outcome = TransportOutcome::Rejected;
@@ -142,7 +144,7 @@ HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
 }
 
 HttpExchange HttpRemote::status(const std::string& operation_id, std::int64_t logical_time_s) {
-  httplib::Headers headers = {{"X-Logical-Time", std::to_string(logical_time_s)}};
+  const auto headers = to_httplib(protocol::logical_time_headers(logical_time_s));
   const std::string path = "/status/" + operation_id;
   HttpExchange ex;
   ex.request = {{"method", "GET"}, {"path", path}, {"headers", headers_json(headers)}};
@@ -162,7 +164,7 @@ HttpExchange HttpRemote::status(const std::string& operation_id, std::int64_t lo
 }
 
 HttpExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logical_time_s) {
-  httplib::Headers headers = {{"X-Logical-Time", std::to_string(logical_time_s)}};
+  const auto headers = to_httplib(protocol::logical_time_headers(logical_time_s));
   const std::string path = "/maintenance/gc/" + operation_id;
   HttpExchange ex;
   ex.request = {{"method", "POST"}, {"path", path}, {"headers", headers_json(headers)}};

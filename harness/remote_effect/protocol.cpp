@@ -1,4 +1,4 @@
-#include "remote_effect/logic.hpp"
+#include "remote_effect/protocol.hpp"
 
 #include <algorithm>
 #include <array>
@@ -303,6 +303,25 @@ nlohmann::json gc_json(const GcRequest& request, const GcResult& result) {
           {"temporal_epoch_after", result.temporal_epoch_after}};
 }
 
+std::vector<std::pair<std::string, std::string>> post_effect_headers(const PostEffectHeaders& request) {
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {std::string(kOperationIdHeader), std::string(request.operation_id)},
+      {std::string(kIdempotencyKeyHeader), std::string(request.idempotency_key)},
+      {std::string(kTtlHeader), std::to_string(request.ttl_s)},
+      {std::string(kLogicalTimeHeader), std::to_string(request.logical_time_s)},
+      {std::string(kDropAckHeader), request.drop_ack ? "1" : "0"},
+  };
+  if (request.fence_epoch) {
+    headers.emplace_back(std::string(kRequireFenceHeader), "1");
+    headers.emplace_back(std::string(kExpectedEpochHeader), std::to_string(*request.fence_epoch));
+  }
+  return headers;
+}
+
+std::vector<std::pair<std::string, std::string>> logical_time_headers(std::int64_t logical_time_s) {
+  return {{std::string(kLogicalTimeHeader), std::to_string(logical_time_s)}};
+}
+
 std::string_view delivery_name(Delivery delivery) {
   switch (delivery) {
     case Delivery::applied:
@@ -371,6 +390,15 @@ nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluat
           {"durable_idempotency_records", state.durable_idempotency_records},
           {"temporal_epoch", state.temporal_epoch},
           {"boot_id", boot_id}};
+}
+
+nlohmann::json post_json(const PostRequest& request, Delivery delivery, const OperationState& state,
+                         std::string_view boot_id, DedupeMode mode) {
+  auto json = snapshot_json(request.operation_id, request.logical_time_s, state, boot_id, mode);
+  json["delivery"] = delivery_name(delivery);
+  json["idempotency_key"] = request.idempotency_key;
+  json["ttl_seconds"] = request.ttl_s;
+  return json;
 }
 
 }  // namespace skewbench::remote_effect

@@ -2,13 +2,15 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <variant>
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 
 #include "common/digest.hpp"
-#include "remote_effect/logic.hpp"
+#include "remote_effect/protocol.hpp"
 
 namespace re = skewbench::remote_effect;
 
@@ -421,4 +423,31 @@ TEST_CASE("the dedupe mode has two names") {
   CHECK(re::parse_dedupe_mode("volatile") == re::DedupeMode::volatile_);
   CHECK_FALSE(re::parse_dedupe_mode("Volatile"));
   CHECK(re::dedupe_mode_name(re::DedupeMode::volatile_) == "volatile");
+}
+
+TEST_CASE("the headers a client writes parse back into the request it meant") {
+  const auto fenced = GENERATE(false, true);
+  const auto drop_ack = GENERATE(false, true);
+  const re::PostEffectHeaders sent{.operation_id = "op-7",
+                                   .idempotency_key = "op-7:effect:v1",
+                                   .ttl_s = 45,
+                                   .logical_time_s = -20,
+                                   .drop_ack = drop_ack,
+                                   .fence_epoch = fenced ? std::optional<std::int64_t>(3) : std::nullopt};
+  const auto headers = re::post_effect_headers(sent);
+  const auto parsed = re::parse_post_request({headers.begin(), headers.end()}, "{\"amount\":1}", 60);
+  REQUIRE(std::holds_alternative<re::PostRequest>(parsed));
+  const auto& request = std::get<re::PostRequest>(parsed);
+  CHECK(request.operation_id == "op-7");
+  CHECK(request.idempotency_key == "op-7:effect:v1");
+  CHECK(request.ttl_s == 45);
+  CHECK(request.logical_time_s == -20);
+  CHECK(request.expires_at_s == 25);
+  CHECK(request.drop_ack == drop_ack);
+  CHECK(request.fence_epoch == sent.fence_epoch);
+
+  const auto time_headers = re::logical_time_headers(170);
+  const auto status = re::parse_status_request("op-7", {time_headers.begin(), time_headers.end()});
+  REQUIRE(std::holds_alternative<re::StatusRequest>(status));
+  CHECK(std::get<re::StatusRequest>(status).evaluation_time_s == 170);
 }

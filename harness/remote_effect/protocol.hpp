@@ -1,9 +1,13 @@
 #pragma once
 
-// The remote-effect service's decisions, free of sockets, SQLite and clocks.
-// Every function here takes the caller's logical time as an argument; nothing
-// reads the system clock. The HTTP layer (service.cpp) and the store
-// (store.cpp) only move data in and out of these functions.
+// The remote-effect wire protocol and its rules, written once and free of
+// sockets, SQLite and clocks: what a client sends (post_effect_headers,
+// logical_time_headers), how the service reads it (parse_*), the expiry,
+// dedupe, fence and GC rules, and the JSON answers. Every function takes the
+// caller's logical time as an argument; nothing reads the system clock.
+// The service's HTTP layer (service.cpp) and store (store.cpp), the driver's
+// HTTP client (infra/http_remote.cpp) and the unit tests' FakeRemote all use
+// these functions instead of spelling the protocol out themselves.
 
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -153,6 +158,22 @@ std::optional<RequestError> check_fence(const std::optional<std::int64_t>& fence
 // The JSON body of a 409 fence refusal.
 nlohmann::json fenced_out_json(std::int64_t expected_epoch, std::int64_t current_epoch);
 
+// What a client sends: the protocol headers of POST /effects, in the order the
+// driver writes them. fence_epoch set adds X-Require-Temporal-Fence: 1 and
+// X-Expected-Temporal-Epoch: N.
+struct PostEffectHeaders {
+  std::string_view operation_id;
+  std::string_view idempotency_key;
+  std::int64_t ttl_s = 0;
+  std::int64_t logical_time_s = 0;
+  bool drop_ack = false;
+  std::optional<std::int64_t> fence_epoch;
+};
+std::vector<std::pair<std::string, std::string>> post_effect_headers(const PostEffectHeaders& request);
+
+// The one header of GET /status/{id} and POST /maintenance/gc/{id}.
+std::vector<std::pair<std::string, std::string>> logical_time_headers(std::int64_t logical_time_s);
+
 // The idempotency record currently stored for a key.
 struct IdempotencyRecord {
   std::string idempotency_key;
@@ -205,6 +226,11 @@ struct OperationState {
 // the strict expiry rule).
 nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s, const OperationState& state,
                              std::string_view boot_id, DedupeMode mode);
+
+// The 200 answer to an accepted POST (applied or deduplicated): the snapshot
+// at the request's logical time, the delivery, the key and its TTL.
+nlohmann::json post_json(const PostRequest& request, Delivery delivery, const OperationState& state,
+                         std::string_view boot_id, DedupeMode mode);
 
 // What a collection did, and its JSON answer.
 struct GcResult {
