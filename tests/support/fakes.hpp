@@ -35,6 +35,15 @@ class FakeRemote final : public infra::RemoteApi {
   bool restart_after_next_post = false;
   std::string boot_id = "fake-boot-1";
   std::int64_t temporal_epoch = protocol::kFirstTemporalEpoch;
+  protocol::DedupeMode mode = protocol::DedupeMode::durable;
+
+  // A restart as the service has one: a new boot_id; the effects, counts and
+  // epoch survive, the key records only in durable mode.
+  std::string restart() {
+    boot_id = "fake-boot-" + std::to_string(++boots_);
+    if (mode == protocol::DedupeMode::volatile_) records_.clear();
+    return boot_id;
+  }
 
   infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
@@ -46,7 +55,7 @@ class FakeRemote final : public infra::RemoteApi {
     }
     if (restart_after_next_post) {
       restart_after_next_post = false;
-      boot_id = "fake-boot-2";
+      restart();
     }
     const auto headers = protocol::post_effect_headers({.operation_id = r.operation_id,
                                                         .idempotency_key = r.idempotency_key,
@@ -76,7 +85,7 @@ class FakeRemote final : public infra::RemoteApi {
       ex.outcome = infra::TransportOutcome::AckUnknown;
       return ex;
     }
-    return answer(std::move(ex), 200, protocol::post_json(request, delivery, state(r.operation_id), boot_id, kMode),
+    return answer(std::move(ex), 200, protocol::post_json(request, delivery, state(r.operation_id), boot_id, mode),
                   infra::TransportOutcome::AckReceived);
   }
 
@@ -87,7 +96,7 @@ class FakeRemote final : public infra::RemoteApi {
     ex.request = {{"method", "GET"}, {"path", "/status/" + operation_id}, {"headers", headers_json(headers)}};
     const auto request = parse_or_throw(protocol::parse_status_request(operation_id, {headers.begin(), headers.end()}));
     return answer(std::move(ex), 200,
-                  protocol::snapshot_json(operation_id, request.evaluation_time_s, state(operation_id), boot_id, kMode),
+                  protocol::snapshot_json(operation_id, request.evaluation_time_s, state(operation_id), boot_id, mode),
                   infra::TransportOutcome::AckReceived);
   }
 
@@ -113,7 +122,6 @@ class FakeRemote final : public infra::RemoteApi {
 
  private:
   static constexpr std::int64_t kDefaultTtlS = 60;
-  static constexpr auto kMode = protocol::DedupeMode::durable;
 
   struct Operation {
     std::vector<protocol::Effect> effects;
@@ -180,13 +188,16 @@ class FakeRemote final : public infra::RemoteApi {
     for (const auto& [key, record] : records_) {
       if (record.operation_id == operation_id) out.records.push_back(record);
     }
-    out.durable_idempotency_records = static_cast<std::int64_t>(out.records.size());
+    if (mode == protocol::DedupeMode::durable) {
+      out.durable_idempotency_records = static_cast<std::int64_t>(out.records.size());
+    }
     return out;
   }
 
   std::map<std::string, Operation> operations_;
   std::map<std::string, protocol::IdempotencyRecord> records_;  // by idempotency key, as the store's table
   std::int64_t last_effect_id_ = 0;
+  int boots_ = 1;
 };
 
 class FakeOutbox final : public infra::OutboxApi {
