@@ -100,7 +100,7 @@ runner::ScenarioResult run_with_kill(const std::string& scenario_file, int post_
   KillDuringPost api(remote, post_index);
   const auto run_id = runner::new_run_id();
   infra::PgOutbox outbox(cluster.url(), run_id);
-  runner::ScenarioRunner r(api, outbox, {run_id, nullptr, nullptr, true});
+  runner::ScenarioRunner r(api, outbox, {.run_id = run_id});
   return r.run(scenario::load_scenario_file(source_path("scenarios/" + scenario_file)));
 }
 

@@ -28,7 +28,7 @@ scenario::Scenario shipped(const std::string& name) {
 runner::ScenarioResult run_with_fakes(const scenario::Scenario& s) {
   testing::FakeRemote remote;
   testing::FakeOutbox outbox;
-  runner::ScenarioRunner r(remote, outbox, {"rtest", nullptr, nullptr, true});
+  runner::ScenarioRunner r(remote, outbox, {.run_id = "rtest"});
   return r.run(s);
 }
 

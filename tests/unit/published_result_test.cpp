@@ -45,7 +45,7 @@ FakeRun run_on_fakes(const std::vector<json>& documents) {
   for (const auto& s : run.scenarios) {
     testing::FakeRemote remote;
     testing::FakeOutbox outbox;
-    runner::ScenarioRunner runner(remote, outbox, {"rtest", nullptr, nullptr, true});
+    runner::ScenarioRunner runner(remote, outbox, {.run_id = "rtest"});
     run.results.push_back(runner.run(s));
   }
   return run;

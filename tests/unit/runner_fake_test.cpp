@@ -25,13 +25,13 @@ scenario::Scenario shipped(const std::string& name) {
 runner::ScenarioResult run_with_fakes(const scenario::Scenario& s, const std::string& run_id = "rtest") {
   testing::FakeRemote remote;
   testing::FakeOutbox outbox;
-  runner::ScenarioRunner r(remote, outbox, {run_id, nullptr, nullptr, true});
+  runner::ScenarioRunner r(remote, outbox, {.run_id = run_id});
   return r.run(s);
 }
 
 runner::ScenarioResult run_with_remote(testing::FakeRemote& remote, const std::string& name) {
   testing::FakeOutbox outbox;
-  runner::ScenarioRunner r(remote, outbox, {"rtest", nullptr, nullptr, true});
+  runner::ScenarioRunner r(remote, outbox, {.run_id = "rtest"});
   return r.run(shipped(name));
 }
 
@@ -79,7 +79,7 @@ TEST_CASE("an infrastructure failure is verdict ERROR and no check passes") {
   testing::FakeRemote remote;
   remote.fail_everything = true;
   testing::FakeOutbox outbox;
-  runner::ScenarioRunner r(remote, outbox, {"rtest", nullptr, nullptr, true});
+  runner::ScenarioRunner r(remote, outbox, {.run_id = "rtest"});
   const auto result = r.run(shipped("018-declared-authority.json"));
   CHECK(result.verdict == "ERROR");
   REQUIRE(result.error.has_value());

@@ -21,7 +21,7 @@ scenario::Scenario shipped(const std::string& name) {
 
 runner::ScenarioResult run_on(infra::RemoteApi& remote, const scenario::Scenario& s) {
   testing::FakeOutbox outbox;
-  runner::ScenarioRunner r(remote, outbox, {"rtest", nullptr, nullptr, true});
+  runner::ScenarioRunner r(remote, outbox, {.run_id = "rtest"});
   return r.run(s);
 }
 
