@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -20,6 +19,7 @@
 #include "sweep/cells.hpp"
 #include "sweep/console.hpp"
 #include "sweep/grid.hpp"
+#include "sweep/merge.hpp"
 #include "sweep/sweep_summary.hpp"
 
 namespace skewbench::cli {
@@ -241,71 +241,10 @@ int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep:
 
 }  // namespace
 
-static int merge_sweeps_or_throw(const MergeArgs& args);
+namespace {
 
-int merge_sweeps(const MergeArgs& args) {
-  try {
-    return merge_sweeps_or_throw(args);
-  } catch (const std::exception& e) {
-    // A malformed sweep.json or cells.jsonl: say which, never guess.
-    std::cerr << "skewbench: cannot merge: " << e.what() << "\n";
-    return exit_code::kUsage;
-  }
-}
-
-static int merge_sweeps_or_throw(const MergeArgs& args) {
-  std::vector<json> summaries;
-  try {
-    for (const auto& dir : args.shard_dirs) summaries.push_back(sweep::read_sweep_summary(dir));
-  } catch (const std::exception& e) {
-    std::cerr << "skewbench: " << e.what() << "\n";
-    return exit_code::kUsage;
-  }
-  // The shards must be the complete, disjoint slices of one grid.
-  const auto& first = summaries.front();
-  const auto count = first["shard"].is_object() ? first["shard"]["count"].get<std::uint64_t>() : 1;
-  std::vector<bool> seen(count + 1, false);
-  for (std::size_t i = 0; i < summaries.size(); ++i) {
-    const auto& s = summaries[i];
-    const auto where = args.shard_dirs[i] + "/sweep.json";
-    if (s["schema_version"] != first["schema_version"]) {
-      std::cerr << "skewbench: " << where << " has schema " << s["schema_version"] << ", not "
-                << first["schema_version"] << "\n";
-      return exit_code::kUsage;
-    }
-    if (s["grid"]["identity_digest"] != first["grid"]["identity_digest"] ||
-        s["base_scenario_digest"] != first["base_scenario_digest"]) {
-      std::cerr << "skewbench: " << where << " is a shard of a different grid or base scenario\n";
-      return exit_code::kUsage;
-    }
-    const auto index = s.at("shard").is_object() ? s["shard"].at("index").get<std::uint64_t>() : 1;
-    const auto n = s.at("shard").is_object() ? s["shard"].at("count").get<std::uint64_t>() : 1;
-    if (index < 1 || index > n) {
-      std::cerr << "skewbench: " << where << " names an impossible shard " << index << "/" << n << "\n";
-      return exit_code::kUsage;
-    }
-    if (n != count) {
-      std::cerr << "skewbench: " << where << " is shard " << index << "/" << n << ", but others are of " << count
-                << "\n";
-      return exit_code::kUsage;
-    }
-    if (seen[index]) {
-      std::cerr << "skewbench: shard " << index << "/" << count << " is given twice\n";
-      return exit_code::kUsage;
-    }
-    seen[index] = true;
-    if (!s["complete"].get<bool>()) {
-      std::cerr << "skewbench: " << where << " is incomplete (" << s["cells_done"] << " of " << s["cells_planned"]
-                << " cells)\n";
-      return exit_code::kUsage;
-    }
-  }
-  for (std::uint64_t i = 1; i <= count; ++i) {
-    if (!seen[i]) {
-      std::cerr << "skewbench: shard " << i << "/" << count << " is missing\n";
-      return exit_code::kUsage;
-    }
-  }
+// Publishes the merged sweep written into `incoming` whole, as a run is.
+int merge_into(const MergeArgs& args, sweep::ShardMerge& shards) {
   const auto out = open_out_folder({.path = args.out_dir,
                                     .kind = evidence::FolderKind::kSweep,
                                     .overwrite = args.overwrite,
@@ -313,62 +252,10 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
                                     .inputs = {args.shard_dirs.begin(), args.shard_dirs.end()},
                                     .command = "merge"});
   if (!out) return exit_code::kUsage;
-
-  // Shard I holds cells I-1, I-1+N, ...: reading one line from each shard in
-  // turn restores the global order without holding more than N lines.
-  std::vector<std::ifstream> inputs(count);
-  for (std::size_t i = 0; i < summaries.size(); ++i) {
-    const auto index = summaries[i]["shard"].is_object() ? summaries[i]["shard"]["index"].get<std::uint64_t>() : 1;
-    inputs[index - 1].open(fs::path(args.shard_dirs[i]) / "cells.jsonl");
-    if (!inputs[index - 1]) {
-      std::cerr << "skewbench: cannot read " << args.shard_dirs[i] << "/cells.jsonl\n";
-      return exit_code::kUsage;
-    }
-  }
-  const auto total = first["cells_total"].get<std::uint64_t>();
-  // Written aside and published whole, as a run is.
-  const auto run_id = first["environment"].value("run_id", std::string("merged"));
+  shards.open_cells();
+  const auto run_id = shards.run_id();
   const auto incoming = out->make_incoming(run_id);
-  sweep::CellWriter writer((incoming / "cells.jsonl").string());
-  std::string line;
-  for (std::uint64_t cell = 0; cell < total; ++cell) {
-    auto& in = inputs[cell % count];
-    if (!std::getline(in, line)) {
-      std::cerr << "skewbench: shard " << (cell % count) + 1 << "/" << count << " ends before cell " << cell << "\n";
-      return exit_code::kUsage;
-    }
-    const auto record = json::parse(line);
-    if (record.value("cell", std::uint64_t{0}) != cell) {
-      std::cerr << "skewbench: shard " << (cell % count) + 1 << "/" << count << " has cell " << record["cell"]
-                << " where cell " << cell << " belongs\n";
-      return exit_code::kUsage;
-    }
-    writer.write(record);
-  }
-  const auto digest = writer.finish();
-
-  json merged = first;
-  merged["shard"] = nullptr;
-  merged["cells_planned"] = total;
-  merged["cells_done"] = writer.written();
-  merged["complete"] = writer.written() == total;
-  merged["per_policy"] = writer.tally().to_json();
-  merged["cells_core_digest"] = digest;
-  merged["errors"] = writer.tally().count("ERROR");
-  json shards = json::array();
-  double duration = 0;
-  for (const auto& s : summaries) {
-    shards.push_back({{"shard", s["shard"]}, {"environment", s["environment"]}, {"duration_s", s["duration_s"]}});
-    duration = std::max(duration, s["duration_s"].get<double>());
-  }
-  merged["merged_from"] = shards;
-  merged["environment"] = first["environment"];
-  // The shards ran apart: the wall time is the slowest shard's, and a rate or
-  // a job count of the whole would be invented.
-  merged["duration_s"] = duration;
-  merged["jobs"] = nullptr;
-  merged["cells_per_s"] = nullptr;
-  write_file_unsynced(incoming / "sweep.json", merged.dump(2) + "\n");
+  const auto merged = shards.write(incoming);
   try {
     out->publish(incoming, evidence::FolderKind::kSweep, run_id);
   } catch (const std::exception& e) {
@@ -377,9 +264,25 @@ static int merge_sweeps_or_throw(const MergeArgs& args) {
     std::cerr << "skewbench: cannot write the merged sweep to " << args.out_dir << ": " << e.what() << "\n";
     return exit_code::kInfrastructure;
   }
-  std::cout << "merged " << summaries.size() << " shards: " << writer.written() << " cells, core digest " << digest
-            << "\n";
-  return merged["errors"].get<std::uint64_t>() > 0 ? exit_code::kInfrastructure : exit_code::kPass;
+  std::cout << "merged " << shards.shard_count() << " shards: " << merged.cells << " cells, core digest "
+            << merged.core_digest << "\n";
+  return merged.errors > 0 ? exit_code::kInfrastructure : exit_code::kPass;
+}
+
+}  // namespace
+
+int merge_sweeps(const MergeArgs& args) {
+  try {
+    auto shards = sweep::ShardMerge::check(args.shard_dirs);
+    return merge_into(args, shards);
+  } catch (const sweep::MergeError& e) {
+    std::cerr << "skewbench: " << e.what() << "\n";
+    return exit_code::kUsage;
+  } catch (const std::exception& e) {
+    // A malformed sweep.json or cells.jsonl: say which, never guess.
+    std::cerr << "skewbench: cannot merge: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
 }
 
 }  // namespace skewbench::cli
