@@ -1,5 +1,6 @@
 #include "sweep/grid.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "common/digest.hpp"
@@ -47,6 +48,121 @@ std::vector<json> read_values(ObjectReader& axis) {
   return out;
 }
 
+// The base must itself be a valid scenario (its errors name its own file).
+json read_base_scenario(ObjectReader& root, const fs::path& base_dir) {
+  const auto base_path = root.require_string("base_scenario");
+  const auto base_file = fs::path(base_path).is_absolute() ? fs::path(base_path) : base_dir / base_path;
+  return scenario::load_scenario_file(base_file).document;
+}
+
+std::vector<PolicyEntry> read_policies(const json& policies) {
+  if (policies.empty()) throw InputError("$.policies", "must list at least one policy");
+  std::vector<PolicyEntry> out;
+  std::set<std::string> labels;
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    ObjectReader entry(policies[i], index_path("$.policies", i));
+    PolicyEntry p;
+    p.policy = entry.require_object("policy");
+    policy::builtin_policies().make(p.policy, entry.child_path("policy"));  // validates
+    p.label = entry.optional_string("label").value_or(p.policy["name"].get<std::string>());
+    if (!labels.insert(p.label).second) {
+      throw InputError(entry.path(), "policy label \"" + p.label + "\" is used twice; give each a distinct \"label\"");
+    }
+    entry.finish();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void check_pointer(const ObjectReader& a, const std::string& pointer) {
+  try {
+    json::json_pointer parsed(pointer);
+    (void)parsed;
+  } catch (const json::exception&) {
+    throw InputError(a.child_path("pointer"), "\"" + pointer + "\" is not a JSON Pointer");
+  }
+  if (pointer == "/id" || pointer.rfind("/expect", 0) == 0) {
+    throw InputError(a.child_path("pointer"), "a sweep cannot vary the id or the expectations");
+  }
+}
+
+// An axis's "policies": names of policies in $.policies.
+std::vector<std::string> read_axis_scope(ObjectReader& a, const std::vector<PolicyEntry>& policies) {
+  std::vector<std::string> out;
+  const auto* scope = a.optional("policies");
+  if (!scope) return out;
+  if (!scope->is_array() || scope->empty()) throw InputError(a.child_path("policies"), "expected a non-empty array");
+  for (std::size_t k = 0; k < scope->size(); ++k) {
+    const auto path = index_path(a.child_path("policies"), k);
+    auto name = expect_string((*scope)[k], path);
+    const auto named = [&name](const PolicyEntry& p) { return p.policy["name"] == name; };
+    if (std::none_of(policies.begin(), policies.end(), named)) {
+      throw InputError(path, "no policy in $.policies is named \"" + name + "\"");
+    }
+    out.push_back(std::move(name));
+  }
+  return out;
+}
+
+std::vector<Axis> read_axes(const json& axes, const std::vector<PolicyEntry>& policies) {
+  std::vector<Axis> out;
+  std::set<std::string> axis_names;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    ObjectReader a(axes[i], index_path("$.axes", i));
+    Axis axis;
+    axis.name = a.require_string("name");
+    if (!axis_names.insert(axis.name).second) throw InputError(a.child_path("name"), "axis name used twice");
+    axis.pointer = a.require_string("pointer");
+    axis.description = a.optional_string("description").value_or("");
+    check_pointer(a, axis.pointer);
+    axis.values = read_values(a);
+    axis.policies = read_axis_scope(a, policies);
+    a.finish();
+    out.push_back(std::move(axis));
+  }
+  return out;
+}
+
+bool has_axis(const std::vector<Axis>& axes, const std::string& name) {
+  return std::any_of(axes.begin(), axes.end(), [&name](const Axis& a) { return a.name == name; });
+}
+
+std::vector<HeatMap> read_maps(const json* maps, const std::vector<Axis>& axes) {
+  std::vector<HeatMap> out;
+  if (!maps) return out;
+  if (!maps->is_array()) throw InputError("$.maps", "expected an array");
+  for (std::size_t i = 0; i < maps->size(); ++i) {
+    ObjectReader m((*maps)[i], index_path("$.maps", i));
+    HeatMap map{m.require_string("x"), m.require_string("y")};
+    if (!has_axis(axes, map.x)) throw InputError(m.child_path("x"), "no axis named \"" + map.x + "\"");
+    if (!has_axis(axes, map.y)) throw InputError(m.child_path("y"), "no axis named \"" + map.y + "\"");
+    m.finish();
+    out.push_back(map);
+  }
+  return out;
+}
+
+std::vector<Mark> read_marks(const json* marks, const std::vector<PolicyEntry>& policies,
+                             const std::vector<Axis>& axes) {
+  std::vector<Mark> out;
+  if (!marks) return out;
+  if (!marks->is_array()) throw InputError("$.marks", "expected an array");
+  for (std::size_t i = 0; i < marks->size(); ++i) {
+    ObjectReader m((*marks)[i], index_path("$.marks", i));
+    Mark mark{m.require_string("label"), m.require_string("policy"), m.require_object("at")};
+    const auto labelled = [&mark](const PolicyEntry& p) { return p.label == mark.policy; };
+    if (std::none_of(policies.begin(), policies.end(), labelled)) {
+      throw InputError(m.child_path("policy"), "no policy labelled \"" + mark.policy + "\"");
+    }
+    for (const auto& [name, _] : mark.at.items()) {
+      if (!has_axis(axes, name)) throw InputError(m.child_path("at") + "." + name, "no axis with this name");
+    }
+    m.finish();
+    out.push_back(std::move(mark));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool Axis::applies_to(const std::string& policy_name) const {
@@ -79,133 +195,59 @@ Grid Grid::parse(const json& doc, const std::string& source, const fs::path& bas
     root.optional_string("$schema");
     g.id_ = root.require_string("id");
     root.require_string("description");
-    const auto base_path = root.require_string("base_scenario");
-    const auto base_file = fs::path(base_path).is_absolute() ? fs::path(base_path) : base_dir / base_path;
-    // The base must itself be a valid scenario (its errors name its own file).
-    const auto base = scenario::load_scenario_file(base_file);
-    g.base_scenario_ = base.document;
-
-    const auto& policies = root.require_array("policies");
-    if (policies.empty()) throw InputError("$.policies", "must list at least one policy");
-    std::set<std::string> labels;
-    std::set<std::string> policy_names;
-    for (std::size_t i = 0; i < policies.size(); ++i) {
-      ObjectReader entry(policies[i], index_path("$.policies", i));
-      PolicyEntry p;
-      p.policy = entry.require_object("policy");
-      policy::builtin_policies().make(p.policy, entry.child_path("policy"));  // validates
-      p.label = entry.optional_string("label").value_or(p.policy["name"].get<std::string>());
-      policy_names.insert(p.policy["name"].get<std::string>());
-      if (!labels.insert(p.label).second) {
-        throw InputError(entry.path(),
-                         "policy label \"" + p.label + "\" is used twice; give each a distinct \"label\"");
-      }
-      entry.finish();
-      g.policies_.push_back(std::move(p));
-    }
-
-    const auto& axes = root.require_array("axes");
-    std::set<std::string> axis_names;
-    for (std::size_t i = 0; i < axes.size(); ++i) {
-      ObjectReader a(axes[i], index_path("$.axes", i));
-      Axis axis;
-      axis.name = a.require_string("name");
-      if (!axis_names.insert(axis.name).second) throw InputError(a.child_path("name"), "axis name used twice");
-      axis.pointer = a.require_string("pointer");
-      axis.description = a.optional_string("description").value_or("");
-      try {
-        json::json_pointer pointer(axis.pointer);
-        (void)pointer;
-      } catch (const json::exception&) {
-        throw InputError(a.child_path("pointer"), "\"" + axis.pointer + "\" is not a JSON Pointer");
-      }
-      if (axis.pointer == "/id" || axis.pointer.rfind("/expect", 0) == 0) {
-        throw InputError(a.child_path("pointer"), "a sweep cannot vary the id or the expectations");
-      }
-      axis.values = read_values(a);
-      if (const auto* scope = a.optional("policies")) {
-        if (!scope->is_array() || scope->empty())
-          throw InputError(a.child_path("policies"), "expected a non-empty array");
-        for (std::size_t k = 0; k < scope->size(); ++k) {
-          const auto path = index_path(a.child_path("policies"), k);
-          auto name = expect_string((*scope)[k], path);
-          if (!policy_names.contains(name)) {
-            throw InputError(path, "no policy in $.policies is named \"" + name + "\"");
-          }
-          axis.policies.push_back(std::move(name));
-        }
-      }
-      a.finish();
-      g.axes_.push_back(std::move(axis));
-    }
-
-    if (const auto* maps = root.optional("maps")) {
-      if (!maps->is_array()) throw InputError("$.maps", "expected an array");
-      for (std::size_t i = 0; i < maps->size(); ++i) {
-        ObjectReader m((*maps)[i], index_path("$.maps", i));
-        HeatMap map{m.require_string("x"), m.require_string("y")};
-        if (!axis_names.contains(map.x)) throw InputError(m.child_path("x"), "no axis named \"" + map.x + "\"");
-        if (!axis_names.contains(map.y)) throw InputError(m.child_path("y"), "no axis named \"" + map.y + "\"");
-        m.finish();
-        g.maps_.push_back(map);
-      }
-    }
-    if (const auto* marks = root.optional("marks")) {
-      if (!marks->is_array()) throw InputError("$.marks", "expected an array");
-      for (std::size_t i = 0; i < marks->size(); ++i) {
-        ObjectReader m((*marks)[i], index_path("$.marks", i));
-        Mark mark{m.require_string("label"), m.require_string("policy"), m.require_object("at")};
-        if (!labels.contains(mark.policy))
-          throw InputError(m.child_path("policy"), "no policy labelled \"" + mark.policy + "\"");
-        for (const auto& [name, _] : mark.at.items()) {
-          if (!axis_names.contains(name)) throw InputError(m.child_path("at") + "." + name, "no axis with this name");
-        }
-        m.finish();
-        g.marks_.push_back(std::move(mark));
-      }
-    }
+    g.base_scenario_ = read_base_scenario(root, base_dir);
+    g.policies_ = read_policies(root.require_array("policies"));
+    g.axes_ = read_axes(root.require_array("axes"), g.policies_);
+    g.maps_ = read_maps(root.optional("maps"), g.axes_);
+    g.marks_ = read_marks(root.optional("marks"), g.policies_, g.axes_);
     root.finish();
   }
   g.document_ = doc;
+  g.count_cells();
+  g.check_every_value();
+  return g;
+}
 
-  for (const auto& p : g.policies_) {
-    g.first_cell_of_policy_.push_back(g.total_cells_);
+void Grid::count_cells() {
+  for (const auto& p : policies_) {
+    first_cell_of_policy_.push_back(total_cells_);
     std::uint64_t n = 1;
-    for (const auto& axis : g.axes_) {
+    for (const auto& axis : axes_) {
       if (axis.applies_to(p.policy["name"].get<std::string>())) n *= axis.values.size();
       if (n > kMaxCells) throw InputError("$.axes", "the grid has more than 10000000 cells");
     }
-    g.total_cells_ += n;
-    if (g.total_cells_ > kMaxCells) throw InputError("$.axes", "the grid has more than 10000000 cells");
+    total_cells_ += n;
+    if (total_cells_ > kMaxCells) throw InputError("$.axes", "the grid has more than 10000000 cells");
   }
+}
 
-  // Every value of every axis, with the other axes at their first value, must
-  // make a valid scenario for every policy it applies to, so a wrong pointer
-  // or value fails here (exit 2) and not halfway through the sweep.
-  for (std::size_t p = 0; p < g.policies_.size(); ++p) {
-    const auto& name = g.policies_[p].policy["name"].get_ref<const std::string&>();
-    Cell c = g.cell(g.first_cell_of_policy_[p]);
-    const json first = c.parameters;
-    for (std::size_t a = 0; a < g.axes_.size(); ++a) {
-      const auto& axis = g.axes_[a];
-      if (!axis.applies_to(name)) continue;
-      for (std::size_t v = 0; v < axis.values.size(); ++v) {
-        c.parameters = first;
-        c.parameters[axis.name] = axis.values[v];
-        try {
-          scenario::parse_scenario(g.cell_document(c), "cell");
-        } catch (const scenario::ScenarioFileError& e) {
-          throw InputError(index_path(index_path("$.axes", a) + ".values", v),
-                           "with policy \"" + g.policies_[p].label +
-                               "\" this value makes the base scenario invalid at " + e.json_path() + ": " +
-                               std::string(e.what()).substr(e.file().size() + 2));
-        } catch (const InputError& e) {
-          throw InputError(index_path("$.axes", a) + ".pointer", e.message());
-        }
-      }
+// Every value of every axis, with the other axes at their first value, must
+// make a valid scenario for every policy it applies to, so a wrong pointer or
+// value fails here (exit 2) and not halfway through the sweep.
+void Grid::check_every_value() const {
+  for (std::size_t p = 0; p < policies_.size(); ++p) {
+    const auto& name = policies_[p].policy["name"].get_ref<const std::string&>();
+    for (std::size_t a = 0; a < axes_.size(); ++a) {
+      if (!axes_[a].applies_to(name)) continue;
+      for (std::size_t v = 0; v < axes_[a].values.size(); ++v) check_value(p, a, v);
     }
   }
-  return g;
+}
+
+// Value v of axis a, the other axes at their first value, with policy p.
+void Grid::check_value(std::size_t p, std::size_t a, std::size_t v) const {
+  const auto& axis = axes_[a];
+  Cell c = cell(first_cell_of_policy_[p]);
+  c.parameters[axis.name] = axis.values[v];
+  try {
+    scenario::parse_scenario(cell_document(c), "cell");
+  } catch (const scenario::ScenarioFileError& e) {
+    throw InputError(index_path(index_path("$.axes", a) + ".values", v),
+                     "with policy \"" + policies_[p].label + "\" this value makes the base scenario invalid at " +
+                         e.json_path() + ": " + std::string(e.what()).substr(e.file().size() + 2));
+  } catch (const InputError& e) {
+    throw InputError(index_path("$.axes", a) + ".pointer", e.message());
+  }
 }
 
 Cell Grid::cell(std::uint64_t index) const {

@@ -78,6 +78,10 @@ class Grid {
   std::string identity_digest() const;
 
  private:
+  void count_cells();
+  void check_every_value() const;
+  void check_value(std::size_t policy, std::size_t axis, std::size_t value) const;
+
   std::string id_;
   std::string source_;
   nlohmann::json document_;
