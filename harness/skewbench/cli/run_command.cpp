@@ -2,8 +2,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <map>
-#include <set>
 
 #include <unistd.h>
 
@@ -15,9 +13,9 @@
 #include "evidence/out_folder.hpp"
 #include "evidence/published_result.hpp"
 #include "infra/http_remote.hpp"
-#include "infra/pg_outbox.hpp"
 #include "infra/postgres_cluster.hpp"
 #include "runner/runner.hpp"
+#include "runner/session.hpp"
 #include "runner/stack.hpp"
 #include "scenario/scenario.hpp"
 #include "sweep/file_check.hpp"
@@ -34,27 +32,6 @@ std::atomic<bool>& interrupted_flag() {
 namespace {
 
 extern "C" void on_stop_signal(int) { interrupted_flag().store(true); }
-
-// Loads every scenario before anything starts, so a bad file costs nothing.
-std::vector<scenario::Scenario> load_all(const std::vector<std::string>& paths) {
-  std::vector<scenario::Scenario> out;
-  std::map<std::string, std::string> ids;
-  std::map<std::string, std::string> sections;
-  for (const auto& file : scenario::collect_scenario_files(paths)) {
-    auto s = scenario::load_scenario_file(file);
-    if (const auto [it, inserted] = ids.emplace(s.id, s.source); !inserted) {
-      throw scenario::ScenarioFileError(s.source, "$.id", "scenario id \"" + s.id + "\" is also used by " + it->second);
-    }
-    if (s.report_as) {
-      if (const auto [it, inserted] = sections.emplace(*s.report_as, s.source); !inserted) {
-        throw scenario::ScenarioFileError(s.source, "$.report_as",
-                                          "section \"" + *s.report_as + "\" is also reported by " + it->second);
-      }
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
-}
 
 int run_exit_code(const std::vector<runner::ScenarioResult>& results) {
   bool any_error = false;
@@ -204,130 +181,159 @@ int validate_files(const std::vector<std::string>& paths) {
   return exit_code::kUsage;
 }
 
-int run_scenarios(const RunArgs& args) {
-  std::vector<scenario::Scenario> scenarios;
-  try {
-    scenarios = load_all(args.paths);
-  } catch (const scenario::ScenarioFileError& e) {
-    std::cerr << "skewbench: invalid scenario: " << e.what() << "\n";
-    return exit_code::kUsage;
-  }
-  const fs::path out_dir = args.out_dir;
-  if (!service_options_are_usable(args.services)) return exit_code::kUsage;
-  if (!remote_modes_match(args.services, scenarios)) return exit_code::kUsage;
-  if (args.services.remote_url) {
+namespace {
+
+// What --remote-url and --database-url leave out: the steps that restart or
+// pause a service need one that skewbench started.
+bool control_steps_are_usable(const ServiceArgs& services, const std::vector<scenario::Scenario>& scenarios) {
+  if (services.remote_url) {
     for (const auto& s : scenarios) {
       if (s.needs_remote_control()) {
         std::cerr << "skewbench: " << s.source
                   << ": restart_remote and pause_remote need a remote-effect started by skewbench; drop --remote-url\n";
-        return exit_code::kUsage;
+        return false;
       }
     }
   }
-  if (args.services.database_url) {
+  if (services.database_url) {
     for (const auto& s : scenarios) {
       if (s.needs_database_control()) {
         std::cerr << "skewbench: " << s.source
                   << ": restart_database needs a PostgreSQL started by skewbench; drop --database-url\n";
-        return exit_code::kUsage;
+        return false;
       }
     }
   }
+  return true;
+}
+
+// How a run in one session ended: every scenario ran, or an infrastructure
+// error stopped it, or Ctrl-C did.
+struct SessionEnd {
+  bool interrupted = false;
+  std::optional<std::string> infrastructure_error;
+};
+
+// Runs the scenarios against the session's services, appending to `results`;
+// `env` takes what the services say of themselves.
+SessionEnd run_in_session(const RunArgs& args, const std::vector<scenario::Scenario>& scenarios,
+                          evidence::RunEnvironment& env, std::vector<runner::ScenarioResult>& results) {
+  try {
+    runner::Session session({.services = args.services, .run_id = env.run_id});
+    const auto& services = session.description();
+    const auto started_at = env.started_at_utc;
+    env = evidence::describe_environment(env.run_id, services.database, services.remote_health, services.remote_url,
+                                         services.embedded_remote);
+    env.started_at_utc = started_at;
+    env.timeouts = args.services.timeouts_json();
+
+    runner::ScenarioRunner scenario_runner(session.remote(), session.outbox(),
+                                           {.run_id = env.run_id,
+                                            .remote_control = session.stack().remote_control(),
+                                            .interrupted = &interrupted_flag(),
+                                            .evaluate_expectations = true,
+                                            .database_control = session.stack().database_control()});
+    for (const auto& s : scenarios) {
+      if (!args.services.quiet) std::cerr << "skewbench: running " << s.id << "\n";
+      results.push_back(scenario_runner.run(s));
+    }
+    return {};
+  } catch (const Interrupted&) {
+    return {.interrupted = true, .infrastructure_error = std::nullopt};
+  } catch (const std::exception& e) {
+    // Ctrl-C during start-up (initdb, pg_ctl) fails the start: that is not
+    // an infrastructure fault.
+    if (interrupted_flag().load()) return {.interrupted = true, .infrastructure_error = std::nullopt};
+    return {.infrastructure_error = e.what()};
+  }
+}
+
+// Every scenario that did not run is an ERROR, so no artifact can read as a pass.
+void record_infrastructure_error(const std::string& error, const std::vector<scenario::Scenario>& scenarios,
+                                 evidence::RunEnvironment& env, std::vector<runner::ScenarioResult>& results) {
+  std::cerr << "skewbench: infrastructure error: " << error << "\n";
+  for (std::size_t i = results.size(); i < scenarios.size(); ++i)
+    results.push_back(runner::never_ran(scenarios[i], error));
+  env.warnings.push_back("infrastructure error: " + error);
+}
+
+// The report of a published run: its evidence, and the published results of
+// the benchmarks whose sections it ran.
+evidence::RunReport run_report(const fs::path& out_dir, const std::string& digest,
+                               const std::vector<const scenario::Scenario*>& scenarios,
+                               const std::vector<runner::ScenarioResult>& results,
+                               const evidence::RunEnvironment& env) {
+  evidence::RunReport report{.evidence_dir = out_dir,
+                             .core_digest = digest,
+                             .warnings = env.warnings,
+                             .exit_code = run_exit_code(results),
+                             .published = nullptr,
+                             .published_series = {}};
+  for (auto& file : evidence::published_files(scenarios, results, env)) {
+    if (!evidence::run_reports_on(*file.benchmark, scenarios)) continue;
+    if (file.benchmark == &evidence::benchmark_018()) report.published = file.result;
+    report.published_series.push_back(std::move(file.result));
+  }
+  return report;
+}
+
+// Runs the loaded scenarios into the opened folder, publishes the evidence
+// and prints the outcome.
+int run_into(const RunArgs& args, const std::vector<scenario::Scenario>& scenarios, evidence::OutFolder& out) {
+  evidence::RunEnvironment env;
+  env.run_id = runner::new_run_id();
+  env.started_at_utc = evidence::utc_now_iso8601();  // replaced once the services answer
+  env.timeouts = args.services.timeouts_json();
+  std::vector<runner::ScenarioResult> results;
+  const auto end = run_in_session(args, scenarios, env, results);
+  if (end.interrupted) {
+    std::cerr << "skewbench: interrupted; services stopped, no evidence written\n";
+    return exit_code::kInterrupted;
+  }
+  if (end.infrastructure_error) record_infrastructure_error(*end.infrastructure_error, scenarios, env, results);
+  for (const auto& s : scenarios) {
+    if (s.expectations.empty()) env.warnings.push_back("scenario " + s.id + " expects nothing: it cannot fail");
+  }
+  env.finished_at_utc = evidence::utc_now_iso8601();
+
+  std::vector<const scenario::Scenario*> scenario_ptrs;
+  for (const auto& s : scenarios) scenario_ptrs.push_back(&s);
+  std::string digest;
+  try {
+    digest = publish_run(out, scenario_ptrs, results, env);
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot write evidence to " << args.out_dir << ": " << e.what() << "\n";
+    return exit_code::kInfrastructure;
+  }
+  const auto report = run_report(args.out_dir, digest, scenario_ptrs, results, env);
+  print_run_outcome(args, results, report);
+  return report.exit_code;
+}
+
+}  // namespace
+
+int run_scenarios(const RunArgs& args) {
+  std::vector<scenario::Scenario> scenarios;
+  try {
+    scenarios = runner::load_scenarios(args.paths);
+  } catch (const scenario::ScenarioFileError& e) {
+    std::cerr << "skewbench: invalid scenario: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+  if (!service_options_are_usable(args.services)) return exit_code::kUsage;
+  if (!remote_modes_match(args.services, scenarios)) return exit_code::kUsage;
+  if (!control_steps_are_usable(args.services, scenarios)) return exit_code::kUsage;
   std::vector<fs::path> inputs(args.paths.begin(), args.paths.end());
   for (const auto& s : scenarios) inputs.emplace_back(s.source);
   // Checked, locked and probed before any service starts; held to the end.
-  const auto out = open_out_folder({.path = out_dir,
+  const auto out = open_out_folder({.path = args.out_dir,
                                     .kind = evidence::FolderKind::kRun,
                                     .overwrite = args.overwrite,
                                     .resume = false,
                                     .inputs = inputs,
                                     .command = "run"});
   if (!out) return exit_code::kUsage;
-
-  evidence::RunEnvironment env;
-  env.run_id = runner::new_run_id();
-  env.started_at_utc = evidence::utc_now_iso8601();  // replaced once the services answer
-  env.timeouts = args.services.timeouts_json();
-  std::vector<runner::ScenarioResult> results;
-  std::vector<const scenario::Scenario*> scenario_ptrs;
-  for (const auto& s : scenarios) scenario_ptrs.push_back(&s);
-
-  std::optional<std::string> infrastructure_error;
-  try {
-    runner::Stack stack(args.services);
-    infra::PgOutbox outbox(stack.database_url(), env.run_id, {.timeout_s = args.services.db_timeout_s});
-    infra::HttpRemote remote(stack.remote_url(), {.timeout_s = args.services.http_timeout_s});
-    const auto started_at = env.started_at_utc;
-    env = evidence::describe_environment(
-        env.run_id, infra::describe_database(outbox.info(), stack.database_url(), stack.postgres_binaries()),
-        remote.health(), stack.remote_url(), stack.embedded_remote());
-    env.started_at_utc = started_at;
-    env.timeouts = args.services.timeouts_json();
-
-    runner::ScenarioRunner scenario_runner(remote, outbox,
-                                           {.run_id = env.run_id,
-                                            .remote_control = stack.remote_control(),
-                                            .interrupted = &interrupted_flag(),
-                                            .evaluate_expectations = true,
-                                            .database_control = stack.database_control()});
-    for (const auto& s : scenarios) {
-      if (!args.services.quiet) std::cerr << "skewbench: running " << s.id << "\n";
-      results.push_back(scenario_runner.run(s));
-    }
-  } catch (const Interrupted&) {
-    std::cerr << "skewbench: interrupted; services stopped, no evidence written\n";
-    return exit_code::kInterrupted;
-  } catch (const std::exception& e) {
-    if (interrupted_flag().load()) {
-      // Ctrl-C during start-up (initdb, pg_ctl) fails the start: that is not
-      // an infrastructure fault.
-      std::cerr << "skewbench: interrupted; services stopped, no evidence written\n";
-      return exit_code::kInterrupted;
-    }
-    infrastructure_error = e.what();
-  }
-
-  if (infrastructure_error) {
-    // Every scenario that did not run is an ERROR, so no artifact can read as a pass.
-    std::cerr << "skewbench: infrastructure error: " << *infrastructure_error << "\n";
-    for (std::size_t i = results.size(); i < scenarios.size(); ++i) {
-      runner::ScenarioResult r;
-      r.scenario_id = scenarios[i].id;
-      r.policy = std::string(scenarios[i].policy->name());
-      r.error = *infrastructure_error;
-      r.final_measurement = nullptr;
-      for (const auto& e : scenarios[i].expectations) r.checks.push_back({e.id, e.expected, nullptr, false, false});
-      results.push_back(std::move(r));
-    }
-    env.warnings.push_back("infrastructure error: " + *infrastructure_error);
-  }
-  for (const auto& s : scenarios) {
-    if (s.expectations.empty()) env.warnings.push_back("scenario " + s.id + " expects nothing: it cannot fail");
-  }
-  env.finished_at_utc = evidence::utc_now_iso8601();
-
-  std::string digest;
-  try {
-    digest = publish_run(*out, scenario_ptrs, results, env);
-  } catch (const std::exception& e) {
-    std::cerr << "skewbench: cannot write evidence to " << out_dir.string() << ": " << e.what() << "\n";
-    return exit_code::kInfrastructure;
-  }
-
-  const int code = run_exit_code(results);
-  evidence::RunReport report{.evidence_dir = out_dir,
-                             .core_digest = digest,
-                             .warnings = env.warnings,
-                             .exit_code = code,
-                             .published = nullptr,
-                             .published_series = {}};
-  for (auto& file : evidence::published_files(scenario_ptrs, results, env)) {
-    if (!evidence::run_reports_on(*file.benchmark, scenario_ptrs)) continue;
-    if (file.benchmark == &evidence::benchmark_018()) report.published = file.result;
-    report.published_series.push_back(std::move(file.result));
-  }
-  print_run_outcome(args, results, report);
-  return code;
+  return run_into(args, scenarios, *out);
 }
 
 }  // namespace skewbench::cli

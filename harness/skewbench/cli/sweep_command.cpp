@@ -12,9 +12,8 @@
 #include "common/text.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/manifest.hpp"
-#include "infra/http_remote.hpp"
-#include "infra/pg_outbox.hpp"
 #include "runner/runner.hpp"
+#include "runner/session.hpp"
 #include "runner/stack.hpp"
 #include "sweep/cells.hpp"
 #include "sweep/console.hpp"
@@ -89,8 +88,150 @@ void start_sweep_files(evidence::OutFolder& out, const sweep::Grid& grid, const 
   write_sweep_files(out, sweep::sweep_summary(grid, shard, none, environment, warnings, jobs), run_id);
 }
 
+// What a sweep records of its services before the first cell.
+struct SweepEnvironment {
+  nlohmann::json environment;
+  std::vector<std::string> warnings;
+};
+
+SweepEnvironment describe_sweep_environment(const SweepArgs& args, const runner::Session& session,
+                                            const std::string& run_id) {
+  const auto& services = session.description();
+  auto env = evidence::describe_environment(run_id, services.database, services.remote_health, services.remote_url,
+                                            services.embedded_remote);
+  env.timeouts = args.services.timeouts_json();
+  env.timeouts["max_unreachable_s"] = args.max_unreachable_s;
+  return {.environment = env.to_json(), .warnings = env.warnings};
+}
+
+void print_sweep_start(const sweep::Grid& grid, const sweep::Shard& shard, unsigned jobs,
+                       const sweep::PreviousCells* previous) {
+  std::cerr << "skewbench: " << sweep::sweep_name(grid.id(), shard) << ": " << shard.size_of(grid.cell_count())
+            << " of " << text::plural(grid.cell_count(), "cell") << ", " << text::plural(jobs, "job");
+  if (previous) std::cerr << ", " << previous->kept_count() << " kept from the sweep resumed";
+  std::cerr << "\n";
+}
+
+int sweep_exit_code(const sweep::SweepOutcome& outcome) {
+  return outcome.unreachable   ? exit_code::kInfrastructure
+         : outcome.interrupted ? exit_code::kInterrupted
+         : outcome.errors > 0  ? exit_code::kInfrastructure
+                               : exit_code::kPass;
+}
+
+void print_sweep_end(const SweepArgs& args, const json& summary, const sweep::SweepOutcome& outcome,
+                     const fs::path& dir, int code) {
+  if (args.format == OutputFormat::Json) {
+    std::cout << sweep::end_json(summary, dir, code).dump(2) << "\n";
+  } else {
+    std::cout << sweep::end_text(summary, dir, args.grid_path);
+  }
+  if (outcome.unreachable) {
+    std::cerr << "skewbench: sweep stopped after " << outcome.cells_done << " of " << outcome.cells_planned
+              << " cells: " << *outcome.unreachable << "\n";
+  }
+}
+
+// Runs the cells on the session's services into `out`, then writes sweep.json
+// and prints the outcome.
+int sweep_in_session(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard,
+                     evidence::OutFolder& out, sweep::PreviousCells* previous) {
+  // Each job holds one PostgreSQL connection and one remote-effect worker
+  // thread; the started services are sized for kMaxJobs.
+  const unsigned jobs =
+      args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
+  const auto run_id = runner::new_run_id();
+  // Every cell shares the base scenario's dedupe mode (no axis may vary it).
+  runner::Session session(
+      {.services = args.services, .run_id = run_id, .dedupe_mode = grid.cell_scenario(grid.cell(0)).dedupe_mode});
+  auto [environment, warnings] = describe_sweep_environment(args, session, run_id);
+  session.close_connections();  // the workers open their own
+  if (previous) {
+    out.remove_previous({kCellsFile, "sweep.json"});  // an old report no longer matches
+  } else {
+    start_sweep_files(out, grid, shard, environment, warnings, jobs, run_id);
+  }
+  if (!args.services.quiet) print_sweep_start(grid, shard, jobs, previous);
+  sweep::SweepSettings settings{.database_url = session.stack().database_url(),
+                                .remote_url = session.stack().remote_url(),
+                                .remote_control = nullptr,
+                                .run_id = run_id,
+                                .jobs = jobs,
+                                .shard = shard,
+                                .progress = !args.services.quiet,
+                                .interrupted = &interrupted_flag(),
+                                .http_timeouts = {.timeout_s = args.services.http_timeout_s},
+                                .db_timeouts = {.timeout_s = args.services.db_timeout_s},
+                                .max_unreachable_s = args.max_unreachable_s,
+                                .previous = previous,
+                                .cells_file = previous ? kResumeCellsFile : kCellsFile};
+  const auto outcome = sweep::run_cells(grid, settings, out.path());
+  if (previous) fs::rename(out.path() / kResumeCellsFile, out.path() / kCellsFile);
+  environment["finished_at_utc"] = evidence::utc_now_iso8601();
+  const auto summary = sweep::sweep_summary(grid, shard, outcome, environment, warnings, jobs);
+  write_sweep_files(out, summary, run_id);
+  const int code = sweep_exit_code(outcome);
+  print_sweep_end(args, summary, outcome, out.path(), code);
+  return code;
+}
+
 int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard, evidence::OutFolder& out,
-                    sweep::PreviousCells* previous);
+                    sweep::PreviousCells* previous) {
+  try {
+    return sweep_in_session(args, grid, shard, out, previous);
+  } catch (const scenario::ScenarioFileError& e) {
+    // Two axes together can still make a cell invalid (each value alone was checked).
+    std::cerr << "skewbench: invalid grid cell: " << e.what() << "\n";
+    return exit_code::kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: infrastructure error: " << e.what() << "\n";
+    return exit_code::kInfrastructure;
+  }
+}
+
+// What a sweep cannot vary or run, found before anything starts.
+bool grid_is_sweepable(const SweepArgs& args, const sweep::Grid& grid) {
+  if (const auto base = grid.cell_scenario(grid.cell(0));
+      base.needs_remote_control() || base.needs_database_control()) {
+    // Workers share the services; one cell restarting or hanging them would break the others.
+    std::cerr << "skewbench: " << args.grid_path
+              << ": the base scenario has a restart_remote, pause_remote or restart_database step, which a sweep "
+                 "cannot run\n";
+    return false;
+  }
+  for (const auto& axis : grid.axes()) {
+    if (axis.pointer == "/remote" || axis.pointer.starts_with("/remote/")) {
+      // The workers share one remote-effect, which runs in one dedupe mode.
+      std::cerr << "skewbench: " << args.grid_path << ": axis \"" << axis.name << "\" varies " << axis.pointer
+                << "; a sweep runs every cell against one remote in the base scenario's dedupe mode\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Checks the flags, opens --out and runs the sweep (or resumes it).
+int start_sweep(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard) {
+  if (args.out_dir.empty()) {
+    std::cerr << "skewbench: sweep needs --out DIR (or --dry-run to only list the cells)\n";
+    return exit_code::kUsage;
+  }
+  if (!grid_is_sweepable(args, grid)) return exit_code::kUsage;
+  if (!service_options_are_usable(args.services)) return exit_code::kUsage;
+  std::vector<scenario::Scenario> base;
+  base.push_back(grid.cell_scenario(grid.cell(0)));
+  if (!remote_modes_match(args.services, base)) return exit_code::kUsage;
+  const auto out = open_out_folder({.path = args.out_dir,
+                                    .kind = evidence::FolderKind::kSweep,
+                                    .overwrite = args.overwrite,
+                                    .resume = args.resume,
+                                    .inputs = {args.grid_path, base_scenario_path(args.grid_path, grid)},
+                                    .command = "sweep"});
+  if (!out) return exit_code::kUsage;
+  std::unique_ptr<sweep::PreviousCells> previous;
+  if (args.resume && !(previous = cells_to_resume(out->path(), grid, shard))) return exit_code::kUsage;
+  return run_sweep_cells(args, grid, shard, *out, previous.get());
+}
 
 }  // namespace
 
@@ -112,134 +253,14 @@ int run_sweep(const SweepArgs& args) {
   if (const auto warning = sweep::empty_shard_warning(shard, grid->cell_count())) {
     std::cerr << "skewbench: warning: " << *warning << "\n";
   }
-  if (args.dry_run) {
-    if (args.format == OutputFormat::Json) {
-      std::cout << sweep::plan_json(*grid, shard).dump(2) << "\n";
-    } else {
-      std::cout << sweep::plan_text(*grid, shard);
-    }
-    return exit_code::kPass;
+  if (!args.dry_run) return start_sweep(args, *grid, shard);
+  if (args.format == OutputFormat::Json) {
+    std::cout << sweep::plan_json(*grid, shard).dump(2) << "\n";
+  } else {
+    std::cout << sweep::plan_text(*grid, shard);
   }
-  if (args.out_dir.empty()) {
-    std::cerr << "skewbench: sweep needs --out DIR (or --dry-run to only list the cells)\n";
-    return exit_code::kUsage;
-  }
-  if (const auto base = grid->cell_scenario(grid->cell(0));
-      base.needs_remote_control() || base.needs_database_control()) {
-    // Workers share the services; one cell restarting or hanging them would break the others.
-    std::cerr << "skewbench: " << args.grid_path
-              << ": the base scenario has a restart_remote, pause_remote or restart_database step, which a sweep "
-                 "cannot run\n";
-    return exit_code::kUsage;
-  }
-  for (const auto& axis : grid->axes()) {
-    if (axis.pointer == "/remote" || axis.pointer.starts_with("/remote/")) {
-      // The workers share one remote-effect, which runs in one dedupe mode.
-      std::cerr << "skewbench: " << args.grid_path << ": axis \"" << axis.name << "\" varies " << axis.pointer
-                << "; a sweep runs every cell against one remote in the base scenario's dedupe mode\n";
-      return exit_code::kUsage;
-    }
-  }
-  if (!service_options_are_usable(args.services)) return exit_code::kUsage;
-  std::vector<scenario::Scenario> base;
-  base.push_back(grid->cell_scenario(grid->cell(0)));
-  if (!remote_modes_match(args.services, base)) return exit_code::kUsage;
-  const auto out = open_out_folder({.path = args.out_dir,
-                                    .kind = evidence::FolderKind::kSweep,
-                                    .overwrite = args.overwrite,
-                                    .resume = args.resume,
-                                    .inputs = {args.grid_path, base_scenario_path(args.grid_path, *grid)},
-                                    .command = "sweep"});
-  if (!out) return exit_code::kUsage;
-  std::unique_ptr<sweep::PreviousCells> previous;
-  if (args.resume && !(previous = cells_to_resume(out->path(), *grid, shard))) return exit_code::kUsage;
-  return run_sweep_cells(args, *grid, shard, *out, previous.get());
+  return exit_code::kPass;
 }
-
-namespace {
-
-int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard, evidence::OutFolder& out,
-                    sweep::PreviousCells* previous) {
-  // Each job holds one PostgreSQL connection and one remote-effect worker
-  // thread; the started services are sized for kMaxJobs.
-  const unsigned jobs =
-      args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
-  try {
-    runner::Stack stack(args.services);
-    // Every cell shares the base scenario's dedupe mode (no axis may vary it).
-    if (const auto mode = grid.cell_scenario(grid.cell(0)).dedupe_mode; mode && stack.embedded_remote()) {
-      stack.use_dedupe_mode(*mode);
-    }
-    const auto run_id = runner::new_run_id();
-    std::vector<std::string> warnings;
-    json environment;
-    {
-      infra::PgOutbox outbox(stack.database_url(), run_id, {.timeout_s = args.services.db_timeout_s});
-      infra::HttpRemote remote(stack.remote_url(), {.timeout_s = args.services.http_timeout_s});
-      const auto env = evidence::describe_environment(
-          run_id, infra::describe_database(outbox.info(), stack.database_url(), stack.postgres_binaries()),
-          remote.health(), stack.remote_url(), stack.embedded_remote());
-      auto described = env;
-      described.timeouts = args.services.timeouts_json();
-      described.timeouts["max_unreachable_s"] = args.max_unreachable_s;
-      environment = described.to_json();
-      warnings = env.warnings;
-    }
-    if (previous) {
-      out.remove_previous({kCellsFile, "sweep.json"});  // an old report no longer matches
-    } else {
-      start_sweep_files(out, grid, shard, environment, warnings, jobs, run_id);
-    }
-    if (!args.services.quiet) {
-      std::cerr << "skewbench: " << sweep::sweep_name(grid.id(), shard) << ": " << shard.size_of(grid.cell_count())
-                << " of " << text::plural(grid.cell_count(), "cell") << ", " << text::plural(jobs, "job");
-      if (previous) std::cerr << ", " << previous->kept_count() << " kept from the sweep resumed";
-      std::cerr << "\n";
-    }
-    sweep::SweepSettings settings{.database_url = stack.database_url(),
-                                  .remote_url = stack.remote_url(),
-                                  .remote_control = nullptr,
-                                  .run_id = run_id,
-                                  .jobs = jobs,
-                                  .shard = shard,
-                                  .progress = !args.services.quiet,
-                                  .interrupted = &interrupted_flag(),
-                                  .http_timeouts = {.timeout_s = args.services.http_timeout_s},
-                                  .db_timeouts = {.timeout_s = args.services.db_timeout_s},
-                                  .max_unreachable_s = args.max_unreachable_s,
-                                  .previous = previous,
-                                  .cells_file = previous ? kResumeCellsFile : kCellsFile};
-    const auto outcome = sweep::run_cells(grid, settings, out.path());
-    if (previous) fs::rename(out.path() / kResumeCellsFile, out.path() / kCellsFile);
-    environment["finished_at_utc"] = evidence::utc_now_iso8601();
-    const auto summary = sweep::sweep_summary(grid, shard, outcome, environment, warnings, jobs);
-    write_sweep_files(out, summary, run_id);
-
-    const int code = outcome.unreachable   ? exit_code::kInfrastructure
-                     : outcome.interrupted ? exit_code::kInterrupted
-                     : outcome.errors > 0  ? exit_code::kInfrastructure
-                                           : exit_code::kPass;
-    if (args.format == OutputFormat::Json) {
-      std::cout << sweep::end_json(summary, out.path(), code).dump(2) << "\n";
-    } else {
-      std::cout << sweep::end_text(summary, out.path(), args.grid_path);
-    }
-    if (outcome.unreachable) {
-      std::cerr << "skewbench: sweep stopped after " << outcome.cells_done << " of " << outcome.cells_planned
-                << " cells: " << *outcome.unreachable << "\n";
-    }
-    return code;
-  } catch (const scenario::ScenarioFileError& e) {
-    // Two axes together can still make a cell invalid (each value alone was checked).
-    std::cerr << "skewbench: invalid grid cell: " << e.what() << "\n";
-    return exit_code::kUsage;
-  } catch (const std::exception& e) {
-    std::cerr << "skewbench: infrastructure error: " << e.what() << "\n";
-    return exit_code::kInfrastructure;
-  }
-}
-
-}  // namespace
 
 namespace {
 

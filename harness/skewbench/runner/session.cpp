@@ -1,0 +1,62 @@
+#include "runner/session.hpp"
+
+#include <map>
+
+namespace skewbench::runner {
+
+namespace {
+
+// Records that `name` is used by `source`; throws naming the other file when
+// it already was.
+void claim(std::map<std::string, std::string>& used, const std::string& name, const std::string& source,
+           const std::string& json_path, const std::string& what, const std::string& verb) {
+  if (const auto [it, inserted] = used.emplace(name, source); !inserted) {
+    throw scenario::ScenarioFileError(source, json_path,
+                                      what + " \"" + name + "\" is also " + verb + " by " + it->second);
+  }
+}
+
+}  // namespace
+
+std::vector<scenario::Scenario> load_scenarios(const std::vector<std::string>& paths) {
+  std::vector<scenario::Scenario> out;
+  std::map<std::string, std::string> ids;
+  std::map<std::string, std::string> sections;
+  for (const auto& file : scenario::collect_scenario_files(paths)) {
+    auto s = scenario::load_scenario_file(file);
+    claim(ids, s.id, s.source, "$.id", "scenario id", "used");
+    if (s.report_as) claim(sections, *s.report_as, s.source, "$.report_as", "section", "reported");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Session::Session(const SessionOptions& options) : stack_(std::make_unique<Stack>(options.services)) {
+  if (options.dedupe_mode && stack_->embedded_remote()) stack_->use_dedupe_mode(*options.dedupe_mode);
+  outbox_ = std::make_unique<infra::PgOutbox>(stack_->database_url(), options.run_id,
+                                              infra::DbTimeouts{.timeout_s = options.services.db_timeout_s});
+  remote_ = std::make_unique<infra::HttpRemote>(stack_->remote_url(),
+                                                infra::HttpTimeouts{.timeout_s = options.services.http_timeout_s});
+  description_ = {
+      .database = infra::describe_database(outbox_->info(), stack_->database_url(), stack_->postgres_binaries()),
+      .remote_health = remote_->health(),
+      .remote_url = stack_->remote_url(),
+      .embedded_remote = stack_->embedded_remote()};
+}
+
+void Session::close_connections() {
+  remote_.reset();
+  outbox_.reset();
+}
+
+ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& error) {
+  ScenarioResult r;
+  r.scenario_id = scenario.id;
+  r.policy = std::string(scenario.policy->name());
+  r.error = error;
+  r.final_measurement = nullptr;
+  for (const auto& e : scenario.expectations) r.checks.push_back({e.id, e.expected, nullptr, false, false});
+  return r;
+}
+
+}  // namespace skewbench::runner

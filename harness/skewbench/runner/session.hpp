@@ -1,0 +1,70 @@
+#pragma once
+
+// The wiring `run` and `sweep` share: the scenarios loaded and checked before
+// anything starts, the services opened once (the stack, a PostgreSQL
+// connection, a remote-effect client) with what they say of themselves, and
+// the ERROR results of scenarios that never ran.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "infra/database_description.hpp"
+#include "infra/http_remote.hpp"
+#include "infra/pg_outbox.hpp"
+#include "runner/runner.hpp"
+#include "runner/stack.hpp"
+#include "scenario/scenario.hpp"
+
+namespace skewbench::runner {
+
+// Loads every scenario file under `paths` (files or folders). Throws
+// scenario::ScenarioFileError when a file is invalid, or when two scenarios
+// share an id or a report_as section.
+std::vector<scenario::Scenario> load_scenarios(const std::vector<std::string>& paths);
+
+// What the services say of themselves, as the evidence records it.
+struct ServicesDescription {
+  infra::DatabaseDescription database;
+  nlohmann::json remote_health;  // remote-effect's /health
+  std::string remote_url;
+  bool embedded_remote = false;
+};
+
+struct SessionOptions {
+  StackOptions services;
+  std::string run_id;
+  // Started remote-effect runs in this mode (a sweep's cells share one).
+  std::optional<std::string> dedupe_mode = std::nullopt;
+};
+
+class Session {
+ public:
+  // Starts or reaches the services and asks both what they are; throws
+  // InfrastructureError (or another std::exception) when one cannot be used.
+  explicit Session(const SessionOptions& options);
+
+  Stack& stack() { return *stack_; }
+  // The session's own connections; null after close_connections().
+  infra::PgOutbox& outbox() { return *outbox_; }
+  infra::HttpRemote& remote() { return *remote_; }
+  const ServicesDescription& description() const { return description_; }
+
+  // Closes the connections and keeps the services (sweep workers open their own).
+  void close_connections();
+
+ private:
+  std::unique_ptr<Stack> stack_;
+  std::unique_ptr<infra::PgOutbox> outbox_;
+  std::unique_ptr<infra::HttpRemote> remote_;
+  ServicesDescription description_;
+};
+
+// The result of a scenario that never ran because of `error`: ERROR, every
+// expectation unmeasured, so no artifact can read it as a pass.
+ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& error);
+
+}  // namespace skewbench::runner
