@@ -5,11 +5,13 @@
 //      write transaction (BEGIN, INSERT, COMMIT), a keep-alive HTTP round trip
 //      to remote-effect (GET /health) and a remote-effect durable commit
 //      (POST /effects, new key);
-//   2. the three #018 scenarios, warm, repeated; each run's round trips are
+//   2. `skewbench run` as a whole process next to `skewbench --version`, and
+//      its phases timed in-process (connect, schema check, scenarios, evidence);
+//   3. the scenarios needing no service control, warm, repeated; each run's round trips are
 //      counted by kind, and the measured time is divided by the time those
 //      round trips take at the floor (target: at most 1.5x);
-//   3. sweep throughput in cells/s with 1 and 2 jobs on the shipped grid;
-//   4. the peak RSS of `skewbench sweep` for growing cell counts (it streams,
+//   4. sweep throughput in cells/s with 1 and 2 jobs on the shipped grid;
+//   5. the peak RSS of `skewbench sweep` for growing cell counts (it streams,
 //      so the figure should stay flat).
 // Real time is read here only to measure; no decision depends on it.
 
@@ -24,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -34,6 +37,9 @@
 #include <skewbench/build_info.hpp>
 
 #include "common/files.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/out_folder.hpp"
+#include "infra/database_description.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
 #include "infra/pqxx_compat.hpp"
@@ -198,13 +204,23 @@ std::array<double, kKinds> measure_floor(const std::string& database_url, const 
   return means;
 }
 
+// The scenarios a run against external services can run: those that neither
+// restart nor pause a service.
+std::vector<scenario::Scenario> external_service_scenarios(const std::string& scenario_dir) {
+  std::vector<scenario::Scenario> out;
+  for (const auto& file : scenario::collect_scenario_files({scenario_dir})) {
+    auto s = scenario::load_scenario_file(file);
+    if (!s.needs_remote_control() && !s.needs_database_control()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
 void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, infra::OutboxApi& outbox, int repeats,
                      const std::array<double, kKinds>& floor) {
-  std::printf("\n#018 scenarios, warm, %d runs each\n", repeats);
+  std::printf("\nscenarios needing no service control, warm, %d runs each\n", repeats);
   std::printf("  %-24s %7s %9s %8s %8s %10s %10s %10s %7s\n", "scenario", "pg_read", "pg_write", "http_get",
               "http_post", "mean_us", "p99_us", "floor_us", "ratio");
-  for (const auto& file : scenario::collect_scenario_files({scenario_dir})) {
-    const auto s = scenario::load_scenario_file(file);
+  for (const auto& s : external_service_scenarios(scenario_dir)) {
     Counts counts{};
     Times total_times{};
     Stats stats;
@@ -306,6 +322,116 @@ void bench_rss(const std::string& skewbench_bin, const std::string& base_scenari
   }
 }
 
+// Runs a child to its end with stdout and stderr on /dev/null; returns its
+// exit code (-1 when it did not exit).
+int run_quietly(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    ::dup2(null_fd, STDOUT_FILENO);
+    ::dup2(null_fd, STDERR_FILENO);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct PhaseStats {
+  Stats version, whole, pg_connect, pg_outbox, http_connect, scenarios, evidence;
+};
+
+// One in-process pass through what `skewbench run` does, each phase timed.
+void measure_phases_once(const std::vector<scenario::Scenario>& scenarios, const runner::Stack& stack,
+                         PhaseStats& stats) {
+  auto t = Clock::now();
+  { pqxx::connection bare(infra::libpq_connection_string(stack.database_url(), 30)); }
+  stats.pg_connect.samples_us.push_back(micros(Clock::now() - t));
+  const auto run_id = runner::new_run_id();
+  t = Clock::now();
+  infra::PgOutbox outbox(stack.database_url(), run_id);
+  stats.pg_outbox.samples_us.push_back(micros(Clock::now() - t));
+  t = Clock::now();
+  infra::HttpRemote remote(stack.remote_url());
+  const auto health = remote.health();
+  stats.http_connect.samples_us.push_back(micros(Clock::now() - t));
+  runner::ScenarioRunner r(remote, outbox, {run_id, nullptr, nullptr, true});
+  std::vector<runner::ScenarioResult> results;
+  std::vector<const scenario::Scenario*> pointers;
+  t = Clock::now();
+  for (const auto& s : scenarios) {
+    results.push_back(r.run(s));
+    pointers.push_back(&s);
+  }
+  stats.scenarios.samples_us.push_back(micros(Clock::now() - t));
+  auto env =
+      evidence::describe_environment(run_id, infra::describe_database(outbox.info(), stack.database_url(), nullptr),
+                                     health, stack.remote_url(), false);
+  TempDir dir("skewbench-bench-evidence");
+  t = Clock::now();
+  evidence::OutFolder out({.path = dir.path() / "out",
+                           .kind = evidence::FolderKind::kRun,
+                           .overwrite = false,
+                           .resume = false,
+                           .inputs = {},
+                           .command = "run"});
+  const auto incoming = out.make_incoming(run_id);
+  evidence::write_run_artifacts(incoming, pointers, results, env);
+  out.publish(incoming, evidence::FolderKind::kRun, run_id);
+  stats.evidence.samples_us.push_back(micros(Clock::now() - t));
+}
+
+// `skewbench run` as a whole process against running services, next to
+// `skewbench --version`, and the same phases timed one by one in-process.
+void bench_process(const std::string& skewbench_bin, const std::string& scenario_dir, const runner::Stack& stack,
+                   int runs) {
+  const auto scenarios = external_service_scenarios(scenario_dir);
+  std::vector<std::string> run_argv = {skewbench_bin, "run"};
+  for (const auto& s : scenarios) run_argv.push_back(s.source);
+  for (const char* a : {"-q", "--database-url"}) run_argv.emplace_back(a);
+  run_argv.push_back(stack.database_url());
+  run_argv.emplace_back("--remote-url");
+  run_argv.push_back(stack.remote_url());
+  run_argv.emplace_back("--out");
+  PhaseStats stats;
+  for (int i = 0; i < runs; ++i) {
+    auto t = Clock::now();
+    run_quietly({skewbench_bin, "--version"});
+    stats.version.samples_us.push_back(micros(Clock::now() - t));
+    TempDir dir("skewbench-bench-process");
+    auto argv = run_argv;
+    argv.push_back((dir.path() / "out").string());
+    t = Clock::now();
+    const int code = run_quietly(argv);
+    stats.whole.samples_us.push_back(micros(Clock::now() - t));
+    if (code != 0) {
+      std::fprintf(stderr, "skewbench run exited %d\n", code);
+      std::exit(3);
+    }
+    measure_phases_once(scenarios, stack, stats);
+  }
+  std::printf("\nskewbench run, %zu scenarios needing no service control, external services, %d runs\n",
+              scenarios.size(), runs);
+  std::printf("  %-46s %10s %10s\n", "phase", "median_us", "mean_us");
+  const std::pair<const char*, const Stats*> rows[] = {
+      {"whole process: skewbench run", &stats.whole},
+      {"bare process start: skewbench --version", &stats.version},
+      {"in-process: PostgreSQL connect (libpq only)", &stats.pg_connect},
+      {"in-process: outbox open (connect + schema check)", &stats.pg_outbox},
+      {"in-process: HTTP connect + GET /health", &stats.http_connect},
+      {"in-process: the scenarios", &stats.scenarios},
+      {"in-process: evidence (write, fsync, publish)", &stats.evidence}};
+  for (const auto& [label, s] : rows) std::printf("  %-46s %10.0f %10.0f\n", label, s->median(), s->mean());
+  const double outside = stats.whole.median() - stats.version.median() - stats.scenarios.median();
+  std::printf("  %-46s %10.0f\n", "outside scenarios and process start (median)", outside);
+  std::printf("  %-46s %10.0f\n", "  of which schema check (outbox open - connect)",
+              stats.pg_outbox.median() - stats.pg_connect.median());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -314,12 +440,14 @@ int main(int argc, char** argv) {
   int repeats = 50;
   std::vector<long> rss_cells = {1000, 10000};
   bool skip_sweep = false;
+  int process_runs = 20;
   std::optional<std::string> database_url;
   std::optional<std::string> remote_url;
   std::string skewbench_bin = SKEWBENCH_CLI_BIN;
   app.add_option("--floor-iterations", floor_iterations, "round trips per floor figure")->check(CLI::PositiveNumber);
   app.add_option("--repeats", repeats, "runs of each #018 scenario")->check(CLI::PositiveNumber);
   app.add_option("--rss-cells", rss_cells, "cell counts for the RSS sweep (e.g. 1000 10000 100000)");
+  app.add_option("--process-runs", process_runs, "whole-process runs of skewbench run")->check(CLI::PositiveNumber);
   app.add_flag("--skip-sweep", skip_sweep, "skip the sweep throughput and RSS parts");
   app.add_option("--database-url", database_url, "PostgreSQL URL (default: a throwaway cluster)");
   app.add_option("--remote-url", remote_url, "remote-effect URL (default: start one)");
@@ -338,7 +466,9 @@ int main(int argc, char** argv) {
     if (build_info::kIsDebugBuild)
       std::printf("***WARNING*** harness built as Debug: figures are not representative\n");
     const auto floor = measure_floor(stack.database_url(), stack.remote_url(), floor_iterations);
-    bench_scenarios(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios", remote, outbox, repeats, floor);
+    const std::string scenario_dir = std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios";
+    bench_process(skewbench_bin, scenario_dir, stack, process_runs);
+    bench_scenarios(scenario_dir, remote, outbox, repeats, floor);
     if (!skip_sweep) {
       bench_sweep(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-offset-by-epsilon.json", stack);
       bench_rss(skewbench_bin, std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-base.json", stack, rss_cells);

@@ -83,6 +83,26 @@ void sync_path(const std::filesystem::path& path) {
   ::close(fd);
 }
 
+void sync_paths(const std::vector<std::filesystem::path>& paths) {
+  std::vector<int> fds;
+  struct CloseAll {
+    std::vector<int>& fds;
+    ~CloseAll() {
+      for (const int fd : fds) ::close(fd);
+    }
+  } close_all{fds};
+  for (const auto& path : paths) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw errno_error("cannot open", path);
+    fds.push_back(fd);
+    // Only a hint: where it is not supported the fsync below does the work.
+    ::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  }
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (::fsync(fds[i]) != 0) throw errno_error("cannot flush", paths[i]);
+  }
+}
+
 FileLock::FileLock(const std::filesystem::path& path, std::string_view holder_description) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw errno_error("cannot create the lock file", path);

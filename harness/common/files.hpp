@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace skewbench {
 
@@ -20,6 +21,12 @@ void write_file_unsynced(const std::filesystem::path& path, std::string_view byt
 // fsync() of a file or a directory (a directory's fsync makes the names
 // created, renamed or removed in it durable). Throws std::runtime_error.
 void sync_path(const std::filesystem::path& path);
+
+// fsync() of every path, in one round: writeback of all of them is started
+// first, so the fsyncs that follow wait for writes already under way instead of
+// each starting its own (and on a journaling file system one journal commit
+// can cover them all). Throws std::runtime_error naming the path that failed.
+void sync_paths(const std::vector<std::filesystem::path>& paths);
 
 // An exclusive advisory lock (flock) on `path`, created if missing, held until
 // the object is destroyed or the process ends (the kernel drops it even on

@@ -249,22 +249,30 @@ void OutFolder::publish(const fs::path& incoming, FolderKind kind, const std::st
 }
 
 // Everything that needs space or can fail is done before the old evidence is
-// touched: the files, the manifest, their flush, the journal.
+// touched: the files, the manifest, the journal and their flush, in one round.
+// The incoming folder's own entries need no flush: every file leaves it by a
+// rename, which the flush of its destination folder makes durable.
 void OutFolder::prepare_publish(const fs::path& incoming, const std::vector<std::string>& files, FolderKind kind,
                                 const std::string& run_id) {
-  write_manifest(incoming, make_manifest(incoming, kind, run_id, files));
-  std::set<fs::path> dirs = {incoming};
-  for (const auto& f : files) {
-    sync_path(incoming / f);
-    dirs.insert((incoming / f).parent_path());
-  }
-  for (const auto& d : dirs) sync_path(d);
+  // Unflushed here: the one round below flushes it with the rest.
+  write_file_unsynced(incoming / kManifestFile, make_manifest(incoming, kind, run_id, files).to_json().dump(2) + "\n");
   json journal_files = json::array();
   for (const auto& f : files) journal_files.push_back(f);
   if (previous_) {
     for (const auto& f : previous_->files) journal_files.push_back(f.path);
   }
-  write_file_atomically(path_ / kJournalFile, json({{"files", journal_files}}).dump() + "\n");
+  const auto journal_draft = path_ / (std::string(kJournalFile) + ".draft");
+  try {
+    write_file_unsynced(journal_draft, json({{"files", journal_files}}).dump() + "\n");
+    std::vector<fs::path> to_flush = {journal_draft, incoming / kManifestFile};
+    for (const auto& f : files) to_flush.push_back(incoming / f);
+    sync_paths(to_flush);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(journal_draft, ignored);
+    throw;
+  }
+  fs::rename(journal_draft, path_ / kJournalFile);
   sync_path(path_);
 }
 
@@ -284,7 +292,7 @@ void OutFolder::swap_in(const fs::path& incoming, std::vector<std::string> files
     fs::rename(incoming / f, path_ / f);
     touched.insert((path_ / f).parent_path());
   }
-  for (const auto& d : touched) sync_path(d);
+  sync_paths({touched.begin(), touched.end()});
   fs::rename(incoming / kManifestFile, path_ / kManifestFile);
   fs::remove(path_ / kJournalFile);
   sync_path(path_);

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -68,6 +70,45 @@ std::string with_connect_timeout(const std::string& database_url, int timeout_s)
   const bool is_uri = database_url.rfind("postgresql://", 0) == 0 || database_url.rfind("postgres://", 0) == 0;
   if (!is_uri) return database_url.empty() ? setting : database_url + " " + setting;
   return database_url + (database_url.find('?') == std::string::npos ? "?" : "&") + setting;
+}
+
+namespace {
+
+bool is_libpq_uri(const std::string& database_url) {
+  return database_url.rfind("postgresql://", 0) == 0 || database_url.rfind("postgres://", 0) == 0;
+}
+
+// Whether the URL (query parameter) or key=value string names gssencmode.
+bool names_gssencmode(const std::string& database_url) {
+  if (is_libpq_uri(database_url)) {
+    const auto query = database_url.find('?');
+    if (query == std::string::npos) return false;
+    for (auto at = database_url.find("gssencmode=", query); at != std::string::npos;
+         at = database_url.find("gssencmode=", at + 1)) {
+      if (database_url[at - 1] == '?' || database_url[at - 1] == '&') return true;
+    }
+    return false;
+  }
+  for (auto at = database_url.find("gssencmode"); at != std::string::npos;
+       at = database_url.find("gssencmode", at + 1)) {
+    const bool starts_token = at == 0 || database_url[at - 1] == ' ';
+    const auto equals = database_url.find_first_not_of(' ', at + std::strlen("gssencmode"));
+    if (starts_token && equals != std::string::npos && database_url[equals] == '=') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string libpq_connection_string(const std::string& database_url, int timeout_s) {
+  auto out = with_connect_timeout(database_url, timeout_s);
+  // libpq's default (prefer) first asks the server for GSSAPI encryption
+  // whenever a Kerberos credential cache exists: a wasted round trip on every
+  // connect for a server that has none. What the user chose (URL or
+  // PGGSSENCMODE) stands.
+  const char* from_environment = std::getenv("PGGSSENCMODE");
+  if (names_gssencmode(database_url) || (from_environment && *from_environment)) return out;
+  return out + (is_libpq_uri(out) ? "&" : " ") + "gssencmode=disable";
 }
 
 struct PgOutbox::Connection {
@@ -184,14 +225,38 @@ void PgOutbox::reconnect() {
 void PgOutbox::connect() {
   try {
     // libpq waits at least 2 s for a connection, whatever is asked.
-    connection_ = std::make_unique<Connection>(with_connect_timeout(database_url_, timeouts_.timeout_s));
+    connection_ = std::make_unique<Connection>(libpq_connection_string(database_url_, timeouts_.timeout_s));
   } catch (const std::exception& e) {
     throw InfrastructureError("cannot connect to PostgreSQL at " + redact_url(database_url_) + " within " +
                               std::to_string(std::max(2, timeouts_.timeout_s)) + " s (--db-timeout): " + e.what());
   }
+  if (!schema_is_current()) create_schema();
+  prepare_statements();
+}
+
+// The common case costs two reads and no lock: the session settings and
+// server version, then the schema version when its table exists.
+bool PgOutbox::schema_is_current() {
+  return bounded("schema check", [&] {
+    pqxx::nontransaction tx(connection_->pq);
+    // Kept for the session: set_config(..., false) outside a transaction block.
+    const auto s = pq::exec(tx,
+                            "SELECT set_config('statement_timeout', $1, false), current_setting('server_version'), "
+                            "current_setting('server_version_num'), "
+                            "to_regclass('skewbench.schema_version') IS NOT NULL",
+                            std::to_string(timeouts_.timeout_s * 1000));
+    info_.server_version = s[0][1].c_str();
+    info_.server_version_num = s[0][2].as<int>();
+    if (!s[0][3].as<bool>()) return false;
+    const auto v = pq::exec0(tx, "SELECT max(version) FROM skewbench.schema_version");
+    return !v[0][0].is_null() && v[0][0].as<int>() == kOutboxSchemaVersion;
+  });
+}
+
+// A missing or different schema: created (or refused when newer) under an
+// advisory lock, so parallel workers may start at once.
+void PgOutbox::create_schema() {
   in_transaction("schema creation", [&](pqxx::work& tx) {
-    // Kept for the session, since the transaction commits.
-    pq::exec(tx, "SELECT set_config('statement_timeout', $1, false)", std::to_string(timeouts_.timeout_s * 1000));
     pq::exec0(tx, kSchemaLockSql);
     pq::exec0(tx, kSchemaSql);
     const auto v = pq::exec0(tx, "SELECT max(version) FROM skewbench.schema_version");
@@ -201,11 +266,10 @@ void PgOutbox::connect() {
                                 " is newer than this harness understands (" + std::to_string(kOutboxSchemaVersion) +
                                 ")");
     }
-    const auto s = pq::exec0(tx, "SELECT current_setting('server_version'), current_setting('server_version_num')");
-    info_.server_version = s[0][0].c_str();
-    info_.server_version_num = s[0][1].as<int>();
   });
+}
 
+void PgOutbox::prepare_statements() {
   auto& c = connection_->pq;
   c.prepare("declare_operation",
             "INSERT INTO skewbench.business_operation (run_id, operation_id, state, version) "

@@ -23,8 +23,9 @@ struct DbTimeouts {
 
 class PgOutbox final : public OutboxApi {
  public:
-  // Connects, creates the schema if absent (under an advisory lock, so parallel
-  // workers may start at once) and prepares the statements. Throws
+  // Connects, reads the schema version, creates the schema only when it is
+  // absent or older (under an advisory lock, so parallel workers may start at
+  // once) and prepares the statements. Throws
   // InfrastructureError when the database cannot be reached or its schema is
   // newer than this harness.
   PgOutbox(const std::string& database_url, std::string run_id, DbTimeouts timeouts = {});
@@ -49,6 +50,9 @@ class PgOutbox final : public OutboxApi {
   template <typename F>
   auto in_transaction(const char* what, F&& body);
   void connect();
+  bool schema_is_current();
+  void create_schema();
+  void prepare_statements();
 
   // Runs one round-trip sequence under the client-side deadline; a libpq error
   // after the deadline fired is reported as the timeout it is.
@@ -65,5 +69,10 @@ class PgOutbox final : public OutboxApi {
 
 // Adds connect_timeout to a libpq URL or key=value connection string.
 std::string with_connect_timeout(const std::string& database_url, int timeout_s);
+
+// The connection string skewbench hands to libpq for database_url: with
+// connect_timeout, and gssencmode=disable unless the URL or $PGGSSENCMODE
+// already chooses a GSSAPI encryption mode.
+std::string libpq_connection_string(const std::string& database_url, int timeout_s);
 
 }  // namespace skewbench::infra
