@@ -137,7 +137,7 @@ TEST_CASE("a drop_ack POST that never reached a remote killed and restarted is E
   for (const auto* file : {"018-unsafe-node-local.json", "018-declared-authority.json"}) {
     const auto r = run_with_kill(file, 0);
     INFO(file << ": " << r.error.value_or("no error"));
-    CHECK(r.verdict == "ERROR");
+    CHECK(r.verdict == runner::Verdict::Error);
     REQUIRE(r.error);
     CHECK_THAT(*r.error, ContainsSubstring("request log"));
     CHECK_THAT(*r.error, ContainsSubstring("restarted"));
@@ -149,7 +149,7 @@ TEST_CASE("a replay that the remote's death cuts off is ERROR, not HELD") {
   // The second POST is node B's replay, sent without drop_ack.
   const auto r = run_with_kill("018-unsafe-node-local.json", 1);
   INFO(r.error.value_or("no error"));
-  CHECK(r.verdict == "ERROR");
+  CHECK(r.verdict == runner::Verdict::Error);
   REQUIRE(r.error);
   CHECK_THAT(*r.error, ContainsSubstring("not meant to lose its answer"));
 }

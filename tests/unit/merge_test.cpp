@@ -46,16 +46,17 @@ fs::path write_shard(const fs::path& dir, const sweep::Grid& grid, const std::st
   for (std::uint64_t k = 0; k < shard.size_of(grid.cell_count()); ++k) {
     const auto cell = grid.cell(shard.cell_at(k));
     const bool error = error_cell == cell.index;
-    writer.write(sweep::cell_record(
-        grid, cell, nullptr, nullptr, {{"post_requests", 1}, {"effect_count", 1}, {"status", "delivered"}},
-        error ? "ERROR" : "SAFE", error ? std::optional<std::string>("lost") : std::nullopt, 10));
+    writer.write(sweep::cell_record(grid, cell, nullptr, nullptr,
+                                    {{"post_requests", 1}, {"effect_count", 1}, {"status", "delivered"}},
+                                    error ? scenario::Verdict::Error : scenario::Verdict::Safe,
+                                    error ? std::optional<std::string>("lost") : std::nullopt, 10));
   }
   sweep::SweepOutcome outcome;
   outcome.cells_planned = shard.size_of(grid.cell_count());
   outcome.cells_done = writer.written();
   outcome.cells_core_digest = writer.finish();
   outcome.per_policy = writer.tally().to_json();
-  outcome.errors = writer.tally().count("ERROR");
+  outcome.errors = writer.tally().count(scenario::Verdict::Error);
   outcome.duration_s = 1.5;
   const json environment = {{"run_id", "r-" + shard_text.substr(0, 1)}};
   write_file_atomically(dir / "sweep.json",

@@ -39,17 +39,17 @@ runner::ScenarioResult run_with_remote(testing::FakeRemote& remote, const std::s
 
 TEST_CASE("the three #018 scenarios reach their published outcomes under the fakes") {
   const auto unsafe = run_with_fakes(shipped("018-unsafe-node-local.json"));
-  CHECK(unsafe.verdict == "CONFLICT");
+  CHECK(unsafe.verdict == runner::Verdict::Conflict);
   CHECK(unsafe.final_measurement["effect_count"] == 2);
   CHECK(unsafe.pass);
 
   const auto authority = run_with_fakes(shipped("018-declared-authority.json"));
-  CHECK(authority.verdict == "SAFE");
+  CHECK(authority.verdict == runner::Verdict::Safe);
   CHECK(authority.final_measurement["post_requests"] == 2);
   CHECK(authority.pass);
 
   const auto guard = run_with_fakes(shipped("018-uncertainty.json"));
-  CHECK(guard.verdict == "HELD");
+  CHECK(guard.verdict == runner::Verdict::Held);
   CHECK(guard.temporal_state() == "TIME_UNKNOWN");
   CHECK(guard.final_measurement["post_requests"] == 1);
   CHECK(guard.pass);
@@ -72,7 +72,7 @@ TEST_CASE("a deliberately wrong expectation fails its check and records what was
     }
   }
   CHECK(found);
-  CHECK(r.verdict == "CONFLICT");  // the verdict comes from the measurement, not the expectation
+  CHECK(r.verdict == runner::Verdict::Conflict);  // the verdict comes from the measurement, not the expectation
 }
 
 TEST_CASE("an infrastructure failure is verdict ERROR and no check passes") {
@@ -81,7 +81,7 @@ TEST_CASE("an infrastructure failure is verdict ERROR and no check passes") {
   testing::FakeOutbox outbox;
   runner::ScenarioRunner r(remote, outbox, {.run_id = "rtest"});
   const auto result = r.run(shipped("018-declared-authority.json"));
-  CHECK(result.verdict == "ERROR");
+  CHECK(result.verdict == runner::Verdict::Error);
   REQUIRE(result.error.has_value());
   CHECK_FALSE(result.pass);
   for (const auto& c : result.checks) CHECK_FALSE(c.pass);
@@ -89,13 +89,18 @@ TEST_CASE("an infrastructure failure is verdict ERROR and no check passes") {
 
 TEST_CASE("verdicts are computed from the closing measurement") {
   const json no_refusal = json::array();
-  CHECK(runner::compute_verdict({{"effect_count", 2}, {"outbox_status", "delivered"}}, no_refusal) == "CONFLICT");
-  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "delivered"}}, no_refusal) == "SAFE");
-  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "pending"}}, no_refusal) == "HELD");
-  CHECK(runner::compute_verdict({{"effect_count", 0}, {"outbox_status", "pending"}}, no_refusal) == "HELD");
+  CHECK(runner::compute_verdict({{"effect_count", 2}, {"outbox_status", "delivered"}}, no_refusal) ==
+        runner::Verdict::Conflict);
+  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "delivered"}}, no_refusal) ==
+        runner::Verdict::Safe);
+  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "pending"}}, no_refusal) ==
+        runner::Verdict::Held);
+  CHECK(runner::compute_verdict({{"effect_count", 0}, {"outbox_status", "pending"}}, no_refusal) ==
+        runner::Verdict::Held);
   const json refused = json::array({{{"kind", "recover"}, {"observed", {{"temporal_state", "TIME_UNKNOWN"}}}}});
-  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "delivered"}}, refused) == "HELD");
-  CHECK(runner::compute_verdict(nullptr, no_refusal) == "ERROR");
+  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "delivered"}}, refused) ==
+        runner::Verdict::Held);
+  CHECK(runner::compute_verdict(nullptr, no_refusal) == runner::Verdict::Error);
 }
 
 TEST_CASE("the core digest ignores run ids and timings but not outcomes") {
@@ -124,7 +129,7 @@ TEST_CASE("a clock rollback step moves a node's reading back without moving refe
   doc["expect"] = {{"effect_count", 1}, {"verdict", "SAFE"}};
   const auto r = run_with_fakes(scenario::parse_scenario(doc, "rollback.json"));
   CHECK(r.pass);
-  CHECK(r.verdict == "SAFE");
+  CHECK(r.verdict == runner::Verdict::Safe);
 }
 
 TEST_CASE("connection URLs in evidence never show a password") {
@@ -149,7 +154,7 @@ TEST_CASE("a drop_ack POST that never reached the remote is ERROR, not ACK_UNKNO
     testing::FakeRemote remote;
     remote.lose_next_post = true;
     const auto r = run_with_remote(remote, name);
-    CHECK(r.verdict == "ERROR");
+    CHECK(r.verdict == runner::Verdict::Error);
     REQUIRE(r.error);
     CHECK(r.error->find("request log") != std::string::npos);
     CHECK_FALSE(r.pass);
@@ -160,7 +165,7 @@ TEST_CASE("a POST not sent with drop_ack whose answer is lost is ERROR") {
   testing::FakeRemote remote;
   remote.vanish_next_answer = true;
   const auto r = run_with_remote(remote, "018-declared-authority.json");
-  CHECK(r.verdict == "ERROR");
+  CHECK(r.verdict == runner::Verdict::Error);
   REQUIRE(r.error);
   CHECK(r.error->find("not sent with X-Drop-Ack") != std::string::npos);
 }
@@ -169,7 +174,7 @@ TEST_CASE("a remote that restarted without a restart_remote step is ERROR") {
   testing::FakeRemote remote;
   remote.restart_after_next_post = true;
   const auto r = run_with_remote(remote, "018-unsafe-node-local.json");
-  CHECK(r.verdict == "ERROR");
+  CHECK(r.verdict == runner::Verdict::Error);
   REQUIRE(r.error);
   CHECK(r.error->find("restarted") != std::string::npos);
   CHECK(r.error->find("fake-boot-2") != std::string::npos);

@@ -121,7 +121,7 @@ TEST_CASE("new_key_per_attempt mints <prefix>:attempt:N and the remote applies t
   const auto wire_2 = r.timeline[2]["exchanges"][0]["request"]["headers"]["Idempotency-Key"];
   CHECK(wire_1 == r.idempotency_key + ":attempt:1");
   CHECK(wire_2 == r.idempotency_key + ":attempt:2");
-  CHECK(r.verdict == "CONFLICT");
+  CHECK(r.verdict == runner::Verdict::Conflict);
   CHECK(r.pass);
 }
 
@@ -132,7 +132,7 @@ TEST_CASE("the stable key is reused on every attempt and named <operation>:effec
   CHECK(observed(r, 3)["idempotency_key"] == "http-safe-redelivery-op:effect:v1");
   CHECK(observed(r, 3)["delivery"] == "deduplicated");
   CHECK(r.timeline[3]["exchanges"][0]["request"]["headers"]["Idempotency-Key"] == r.idempotency_key);
-  CHECK(r.verdict == "SAFE");
+  CHECK(r.verdict == runner::Verdict::Safe);
   CHECK(r.pass);
 }
 
@@ -143,7 +143,7 @@ TEST_CASE("reconcile_first: committed completes without a replay") {
   CHECK(o["reconcile_action"] == "COMPLETE_WITHOUT_REPLAY");
   CHECK(o["replayed"] == false);
   CHECK(r.final_measurement["post_requests"] == 1);
-  CHECK(r.verdict == "SAFE");
+  CHECK(r.verdict == runner::Verdict::Safe);
 }
 
 TEST_CASE("reconcile_first: absent replays after reconciling") {
@@ -155,7 +155,7 @@ TEST_CASE("reconcile_first: absent replays after reconciling") {
   CHECK(o["replayed"] == true);
   CHECK(o["delivery"] == "applied");
   CHECK(r.final_measurement["effect_count"] == 1);
-  CHECK(r.verdict == "SAFE");
+  CHECK(r.verdict == runner::Verdict::Safe);
 }
 
 TEST_CASE("reconcile_first: anything else holds and escalates without a replay") {
@@ -199,7 +199,7 @@ TEST_CASE("a node's watermark is the largest time it has read, across a rollback
   CHECK(recovery["temporal_state"] == "EXPIRED");
   CHECK(recovery["decision"] == "RECONCILE_FIRST");
   CHECK(recovery["replayed"] == false);
-  CHECK(r.verdict == "SAFE");
+  CHECK(r.verdict == runner::Verdict::Safe);
   CHECK(r.pass);
 }
 
@@ -221,7 +221,7 @@ TEST_CASE("gc removes the expired record and advances the epoch; the fenced repl
   CHECK(recovery["reconcile_action"] == "COMPLETE_WITHOUT_REPLAY");
   CHECK(r.final_measurement["effect_count"] == 1);
   CHECK(r.final_measurement["outbox_status"] == "delivered");
-  CHECK(r.verdict == "SAFE");
+  CHECK(r.verdict == runner::Verdict::Safe);
   CHECK(r.pass);
 }
 
@@ -229,6 +229,6 @@ TEST_CASE("without a fence the same purge and rollback duplicates the effect") {
   const auto r = run_with_fakes(shipped("019-purge-then-rollback.json"));
   REQUIRE(r.error == std::nullopt);
   CHECK(r.final_measurement["effect_count"] == 2);
-  CHECK(r.verdict == "CONFLICT");
+  CHECK(r.verdict == runner::Verdict::Conflict);
   CHECK(r.pass);
 }

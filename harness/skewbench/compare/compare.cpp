@@ -13,7 +13,7 @@
 namespace skewbench::compare {
 namespace fs = std::filesystem;
 using nlohmann::json;
-using runner::Verdict;
+using scenario::Verdict;
 
 namespace {
 
@@ -40,7 +40,7 @@ json read_json_file(const fs::path& path) {
 // A row's verdict, checked: a word that is not a verdict is a damaged file.
 Verdict verdict_of(const json& row, const std::string& where) {
   const auto word = row.value("verdict", json(nullptr));
-  const auto verdict = word.is_string() ? runner::verdict_from_string(word.get<std::string>()) : std::nullopt;
+  const auto verdict = word.is_string() ? scenario::verdict_from_string(word.get<std::string>()) : std::nullopt;
   if (!verdict) throw CannotCompare(where + ": verdict " + word.dump() + " is not SAFE, CONFLICT, HELD or ERROR");
   return *verdict;
 }
@@ -60,7 +60,7 @@ class Collector {
     if (base) ++c_.totals[base->at("policy").get<std::string>()].base[index_of(*base)];
     if (candidate) {
       ++c_.totals[candidate->at("policy").get<std::string>()].candidate[index_of(*candidate)];
-      if (candidate->at("verdict") == std::string(runner::to_string(Verdict::Error))) ++c_.candidate_errors;
+      if (candidate->at("verdict") == std::string(scenario::to_string(Verdict::Error))) ++c_.candidate_errors;
     }
     Row row{.status = !candidate ? RowStatus::Missing : (!base ? RowStatus::Added : RowStatus::Changed),
             .key = key,
@@ -75,7 +75,7 @@ class Collector {
       }
       if (row.changed_fields.empty()) return;
     }
-    const std::string conflict(runner::to_string(Verdict::Conflict));
+    const std::string conflict(scenario::to_string(Verdict::Conflict));
     row.new_conflict = candidate && row.candidate["verdict"] == conflict && (!base || row.base["verdict"] != conflict);
     ++(row.status == RowStatus::Missing ? c_.missing : row.status == RowStatus::Added ? c_.added : c_.changed);
     if (row.new_conflict) ++c_.new_conflicts;
@@ -84,7 +84,7 @@ class Collector {
 
  private:
   static std::size_t index_of(const json& row) {
-    return static_cast<std::size_t>(*runner::verdict_from_string(row.at("verdict").get<std::string>()));
+    return static_cast<std::size_t>(*scenario::verdict_from_string(row.at("verdict").get<std::string>()));
   }
 
   Comparison& c_;

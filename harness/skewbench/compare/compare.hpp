@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/verdict.hpp"
+#include "scenario/verdict.hpp"
 
 namespace skewbench::compare {
 
@@ -60,8 +60,8 @@ struct Side {
 };
 
 struct VerdictCounts {
-  std::array<std::uint64_t, runner::kAllVerdicts.size()> base{};
-  std::array<std::uint64_t, runner::kAllVerdicts.size()> candidate{};
+  std::array<std::uint64_t, scenario::kAllVerdicts.size()> base{};
+  std::array<std::uint64_t, scenario::kAllVerdicts.size()> candidate{};
 };
 
 struct Comparison {

@@ -71,8 +71,9 @@ std::string to_text(const Comparison& c) {
   out << "totals per policy (base -> candidate):\n";
   for (const auto& [policy, counts] : c.totals) {
     out << "  " << text::pad(policy, 24);
-    for (std::size_t i = 0; i < runner::kAllVerdicts.size(); ++i) {
-      out << " " << runner::to_string(runner::kAllVerdicts[i]) << " " << counts.base[i] << "->" << counts.candidate[i];
+    for (std::size_t i = 0; i < scenario::kAllVerdicts.size(); ++i) {
+      out << " " << scenario::to_string(scenario::kAllVerdicts[i]) << " " << counts.base[i] << "->"
+          << counts.candidate[i];
     }
     out << "\n";
   }
@@ -101,7 +102,7 @@ std::string to_markdown(const Comparison& c) {
   out << "| policy | SAFE | CONFLICT | HELD | ERROR |\n|---|---|---|---|---|\n";
   for (const auto& [policy, counts] : c.totals) {
     out << "| " << markdown_escape(policy);
-    for (std::size_t i = 0; i < runner::kAllVerdicts.size(); ++i)
+    for (std::size_t i = 0; i < scenario::kAllVerdicts.size(); ++i)
       out << " | " << counts.base[i] << " -> " << counts.candidate[i];
     out << " |\n";
   }
@@ -123,8 +124,8 @@ json to_json(const Comparison& c) {
   }
   json totals = json::object();
   for (const auto& [policy, counts] : c.totals) {
-    for (std::size_t i = 0; i < runner::kAllVerdicts.size(); ++i) {
-      const std::string verdict(runner::to_string(runner::kAllVerdicts[i]));
+    for (std::size_t i = 0; i < scenario::kAllVerdicts.size(); ++i) {
+      const std::string verdict(scenario::to_string(scenario::kAllVerdicts[i]));
       totals[policy]["base"][verdict] = counts.base[i];
       totals[policy]["candidate"][verdict] = counts.candidate[i];
     }

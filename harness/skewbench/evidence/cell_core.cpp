@@ -22,10 +22,11 @@ json VerdictTally::to_json() const {
   for (const auto& [label, entry] : by_label_) {
     json counts = {{"policy_name", entry.first}};
     std::uint64_t total = 0;
-    for (const char* v : kVerdicts) {
-      const auto it = entry.second.find(v);
+    for (const auto verdict : scenario::kAllVerdicts) {
+      const std::string word(to_string(verdict));
+      const auto it = entry.second.find(word);
       const auto n = it == entry.second.end() ? 0 : it->second;
-      counts[v] = n;
+      counts[word] = n;
       total += n;
     }
     counts["cells"] = total;
@@ -34,10 +35,11 @@ json VerdictTally::to_json() const {
   return out;
 }
 
-std::uint64_t VerdictTally::count(const std::string& verdict) const {
+std::uint64_t VerdictTally::count(scenario::Verdict verdict) const {
+  const std::string word(to_string(verdict));
   std::uint64_t n = 0;
   for (const auto& [_, entry] : by_label_) {
-    const auto it = entry.second.find(verdict);
+    const auto it = entry.second.find(word);
     if (it != entry.second.end()) n += it->second;
   }
   return n;

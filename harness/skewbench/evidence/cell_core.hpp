@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace skewbench::evidence {
+#include "scenario/verdict.hpp"
 
-inline constexpr const char* kVerdicts[] = {"SAFE", "CONFLICT", "HELD", "ERROR"};
+namespace skewbench::evidence {
 
 // The deterministic part of a cell record, serialised canonically.
 std::string cell_core_line(const nlohmann::json& record);
@@ -25,7 +25,7 @@ class VerdictTally {
  public:
   void add(const nlohmann::json& record);
   nlohmann::json to_json() const;
-  std::uint64_t count(const std::string& verdict) const;
+  std::uint64_t count(scenario::Verdict verdict) const;
 
  private:
   std::map<std::string, std::pair<std::string, std::map<std::string, std::uint64_t>>> by_label_;

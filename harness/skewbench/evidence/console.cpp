@@ -4,12 +4,12 @@
 
 #include "common/text.hpp"
 #include "evidence/published_result.hpp"
-#include "runner/verdict.hpp"
+#include "scenario/verdict.hpp"
 
 namespace skewbench::evidence {
 
 using nlohmann::json;
-using runner::Verdict;
+using scenario::Verdict;
 using text::cell;
 using text::pad;
 
@@ -17,10 +17,8 @@ namespace {
 
 constexpr const char* kReset = "\x1b[0m";
 
-const char* verdict_colour(const std::string& word) {
-  const auto verdict = runner::verdict_from_string(word);
-  if (!verdict) return "";
-  switch (*verdict) {
+const char* verdict_colour(Verdict verdict) {
+  switch (verdict) {
     case Verdict::Safe:
       return "\x1b[32m";  // green
     case Verdict::Conflict:
@@ -71,7 +69,7 @@ std::string results_table(const std::vector<runner::ScenarioResult>& results, bo
                                              cell(f.value("effect_count", json(nullptr))),
                                              cell(f.value("status", json(nullptr)))};
     for (std::size_t i = 0; i < values.size(); ++i) out << pad(values[i], columns[i].second) << " ";
-    out << painted(r.verdict, columns[7].second, verdict_colour(r.verdict), colour) << " "
+    out << painted(std::string(to_string(r.verdict)), columns[7].second, verdict_colour(r.verdict), colour) << " "
         << painted(r.pass ? "yes" : "NO", 0, r.pass ? "" : "\x1b[1;31m", colour) << "\n";
   }
   return out.str();
@@ -82,7 +80,8 @@ std::string failures_summary(const std::vector<runner::ScenarioResult>& results,
   for (const auto& r : results) {
     if (r.error) {
       // An ERROR scenario's checks were never measured: its error says it all.
-      out << painted("ERROR", 7, verdict_colour("ERROR"), colour) << r.scenario_id << ": " << *r.error << "\n";
+      out << painted(std::string(to_string(Verdict::Error)), 7, verdict_colour(Verdict::Error), colour) << r.scenario_id
+          << ": " << *r.error << "\n";
       continue;
     }
     for (const auto& c : r.checks) {

@@ -64,8 +64,8 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
     md << "| " << r.scenario_id << " | " << r.policy << " | " << cell(r.temporal_state()) << " | " << cell(r.decision())
        << " | " << cell(row_final.value("post_requests", json(nullptr))) << " | "
        << cell(row_final.value("effect_count", json(nullptr))) << " | "
-       << cell(row_final.value("status", json(nullptr))) << " | " << r.verdict << " | " << (r.pass ? "yes" : "**no**")
-       << " |\n";
+       << cell(row_final.value("status", json(nullptr))) << " | " << to_string(r.verdict) << " | "
+       << (r.pass ? "yes" : "**no**") << " |\n";
   }
   for (const auto* result : reported) md << "\n" << published_checks_markdown(*result);
   md << failures_markdown(results);

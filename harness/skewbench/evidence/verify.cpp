@@ -169,7 +169,7 @@ void Checker::check_sweep() {
   mismatch("cells_done", s["cells_done"], lines);
   mismatch("cells_core_digest", s["cells_core_digest"], result_.digest);
   mismatch("per_policy", s["per_policy"], tally.to_json());
-  mismatch("errors", s["errors"], tally.count("ERROR"));
+  mismatch("errors", s["errors"], tally.count(scenario::Verdict::Error));
   mismatch("complete", s["complete"], s["cells_done"] == s["cells_planned"]);
   if (last_cell >= s["cells_total"].get<std::int64_t>()) {
     problem("cells.jsonl", "cell " + std::to_string(last_cell) + " is beyond the grid's " + s["cells_total"].dump());

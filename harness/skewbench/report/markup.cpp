@@ -2,17 +2,21 @@
 
 #include <cmath>
 
+#include "scenario/verdict.hpp"
+
 namespace skewbench::report {
+
+using scenario::Verdict;
 
 const StateStyle& style_of(CellState state) {
   static constexpr StateStyle kNotRun{"not run", "", "", "",
                                       "no record in cells.jsonl (incomplete sweep or another shard)"};
-  static constexpr StateStyle kSafe{"SAFE", "#009E73", "#00291E", "S", "exactly one effect"};
-  static constexpr StateStyle kConflict{"CONFLICT", "#D55E00", "#2B1300", "C",
+  static constexpr StateStyle kSafe{to_string(Verdict::Safe), "#009E73", "#00291E", "S", "exactly one effect"};
+  static constexpr StateStyle kConflict{to_string(Verdict::Conflict), "#D55E00", "#2B1300", "C",
                                         "two or more effects at the remote: the effect happened more than once"};
-  static constexpr StateStyle kHeld{"HELD", "#F0E442", "#3D3800", "H",
+  static constexpr StateStyle kHeld{to_string(Verdict::Held), "#F0E442", "#3D3800", "H",
                                     "no duplicate; time refused (TIME_UNKNOWN), escalated, or effect unconfirmed"};
-  static constexpr StateStyle kError{"ERROR", "#332288", "#FFFFFF", "E",
+  static constexpr StateStyle kError{to_string(Verdict::Error), "#332288", "#FFFFFF", "E",
                                      "the harness failed; says nothing about safety"};
   switch (state) {
     case CellState::Safe:
@@ -29,14 +33,24 @@ const StateStyle& style_of(CellState state) {
   return kNotRun;
 }
 
-bool state_from_verdict(std::string_view verdict, CellState& state) {
-  for (const auto candidate : kVerdictStates) {
-    if (style_of(candidate).name == verdict) {
-      state = candidate;
-      return true;
-    }
+bool state_from_verdict(std::string_view word, CellState& state) {
+  const auto verdict = scenario::verdict_from_string(word);
+  if (!verdict) return false;
+  switch (*verdict) {
+    case Verdict::Safe:
+      state = CellState::Safe;
+      break;
+    case Verdict::Conflict:
+      state = CellState::Conflict;
+      break;
+    case Verdict::Held:
+      state = CellState::Held;
+      break;
+    case Verdict::Error:
+      state = CellState::Error;
+      break;
   }
-  return false;
+  return true;
 }
 
 std::string escape_xml(std::string_view text) {

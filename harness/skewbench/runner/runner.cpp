@@ -62,10 +62,10 @@ json ScenarioResult::decision() const {
   return o ? o->value("decision", json(nullptr)) : json(nullptr);
 }
 
-std::string compute_verdict(const json& final_measurement, const json& timeline) {
-  if (!final_measurement.is_object()) return kVerdictError;
+Verdict compute_verdict(const json& final_measurement, const json& timeline) {
+  if (!final_measurement.is_object()) return Verdict::Error;
   const auto effects = final_measurement.at("effect_count").get<std::int64_t>();
-  if (effects >= 2) return kVerdictConflict;
+  if (effects >= 2) return Verdict::Conflict;
   bool refused = false;
   for (const auto& record : timeline) {
     if (record.value("kind", "") != "recover" || !record.contains("observed")) continue;
@@ -73,8 +73,8 @@ std::string compute_verdict(const json& final_measurement, const json& timeline)
     if (o.value("temporal_state", json(nullptr)) == "TIME_UNKNOWN") refused = true;
     if (o.value("reconcile_action", json(nullptr)) == "HOLD_AND_ESCALATE") refused = true;
   }
-  if (effects == 1 && final_measurement.at("outbox_status") == "delivered" && !refused) return kVerdictSafe;
-  return kVerdictHeld;
+  if (effects == 1 && final_measurement.at("outbox_status") == "delivered" && !refused) return Verdict::Safe;
+  return Verdict::Held;
 }
 
 std::string operation_id_for(const std::string& run_id, const std::string& scenario_id) {
@@ -165,7 +165,7 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
     // An infrastructure fault, or a step that could not run: the scenario says
     // nothing, and nothing in it may read as a pass.
     result.error = e.what();
-    result.verdict = kVerdictError;
+    result.verdict = Verdict::Error;
     if (!result.final_measurement.is_object()) result.final_measurement = nullptr;
   }
 

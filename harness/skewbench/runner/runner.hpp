@@ -13,14 +13,14 @@
 
 #include "infra/ports.hpp"
 #include "scenario/scenario.hpp"
+#include "scenario/verdict.hpp"
 #include "steps/step.hpp"
 
 namespace skewbench::runner {
 
-inline constexpr const char* kVerdictSafe = "SAFE";
-inline constexpr const char* kVerdictConflict = "CONFLICT";
-inline constexpr const char* kVerdictHeld = "HELD";
-inline constexpr const char* kVerdictError = "ERROR";
+using scenario::kAllVerdicts;
+using scenario::Verdict;
+using scenario::verdict_from_string;
 
 struct CheckResult {
   std::string id;
@@ -40,7 +40,7 @@ struct ScenarioResult {
   nlohmann::json timeline = nlohmann::json::array();  // one record per executed step
   nlohmann::json final_measurement;                   // null when never taken
   std::vector<CheckResult> checks;
-  std::string verdict = kVerdictError;
+  Verdict verdict = Verdict::Error;
   std::optional<std::string> error;  // set when infrastructure failed
   bool pass = false;                 // every check passed and no error
   std::int64_t duration_us = 0;
@@ -54,7 +54,7 @@ struct ScenarioResult {
 // more effects; SAFE when it holds exactly one, the outbox says delivered and no
 // recovery had to refuse a time-based decision; HELD otherwise (recovery saw
 // TIME_UNKNOWN or escalated, or the effect is not in place).
-std::string compute_verdict(const nlohmann::json& final_measurement, const nlohmann::json& timeline);
+Verdict compute_verdict(const nlohmann::json& final_measurement, const nlohmann::json& timeline);
 
 struct RunnerOptions {
   std::string run_id;

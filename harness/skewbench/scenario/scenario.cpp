@@ -6,6 +6,7 @@
 
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "scenario/verdict.hpp"
 
 namespace skewbench::scenario {
 namespace fs = std::filesystem;
@@ -21,6 +22,15 @@ void require_id(const std::string& value, const std::string& path) {
   }
 }
 
+// The verdicts a file may expect: every one but ERROR.
+std::vector<std::string> expectable_verdicts() {
+  std::vector<std::string> out;
+  for (const auto verdict : kAllVerdicts) {
+    if (verdict != Verdict::Error) out.emplace_back(to_string(verdict));
+  }
+  return out;
+}
+
 steps::ObservedFields make_final_fields() {
   using steps::FieldType;
   return {
@@ -32,7 +42,7 @@ steps::ObservedFields make_final_fields() {
       {"outbox_status", {FieldType::String, {"absent", "pending", "delivered"}}},
       {"delivery_attempts", {FieldType::Integer, {}}},
       {"business_state", {FieldType::String, {"absent", "committed"}}},
-      {"verdict", {FieldType::String, {"SAFE", "CONFLICT", "HELD"}}},
+      {"verdict", {FieldType::String, expectable_verdicts()}},
       {"idempotency_mode", {FieldType::NullableString, {"durable", "volatile"}}},
       {"durable_idempotency_records", {FieldType::NullableInteger, {}}},
   };

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "common/text.hpp"
-#include "runner/verdict.hpp"
+#include "scenario/verdict.hpp"
 
 namespace skewbench::sweep {
 using nlohmann::json;
@@ -90,8 +90,8 @@ std::string end_text(const json& summary, const std::filesystem::path& out_dir, 
   const auto per_policy = summary.value("per_policy", json::object());  // items() must not outlive it
   for (const auto& [label, counts] : per_policy.items()) {
     out << "  " << text::pad(label, 24);
-    for (const auto verdict : runner::kAllVerdicts) {
-      const std::string word(runner::to_string(verdict));
+    for (const auto verdict : scenario::kAllVerdicts) {
+      const std::string word(scenario::to_string(verdict));
       out << " " << word << " " << counts.value(word, 0);
     }
     out << "\n";

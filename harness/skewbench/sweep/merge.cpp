@@ -109,7 +109,7 @@ MergedSweep ShardMerge::write(const fs::path& dir) {
   MergedSweep merged;
   merged.core_digest = writer.finish();
   merged.cells = writer.written();
-  merged.errors = writer.tally().count("ERROR");
+  merged.errors = writer.tally().count(scenario::Verdict::Error);
   merged.summary = merged_summary(merged, writer.tally().to_json());
   write_file_unsynced(dir / "sweep.json", merged.summary.dump(2) + "\n");
   return merged;

@@ -221,7 +221,7 @@ std::uint64_t Shard::size_of(std::uint64_t total) const {
 json Shard::to_json() const { return {{"index", index}, {"count", count}}; }
 
 json cell_record(const Grid& grid, const Cell& cell, const json& temporal_state, const json& decision,
-                 const json& final_measurement, const std::string& verdict, const std::optional<std::string>& error,
+                 const json& final_measurement, runner::Verdict verdict, const std::optional<std::string>& error,
                  std::int64_t duration_us) {
   const auto& entry = grid.policies()[cell.policy_index];
   const json f = final_measurement.is_object() ? final_measurement : json::object();
@@ -312,7 +312,7 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
   outcome.cells_done = writer.written();
   outcome.cells_core_digest = writer.finish();
   outcome.per_policy = writer.tally().to_json();
-  outcome.errors = writer.tally().count(runner::kVerdictError);
+  outcome.errors = writer.tally().count(runner::Verdict::Error);
   outcome.cells_reused = settings.previous ? settings.previous->kept_count() : 0;
   outcome.interrupted = !outcome.unreachable && outcome.cells_done < outcome.cells_planned;
   outcome.duration_s = std::chrono::duration<double>(Clock::now() - started).count();

@@ -76,7 +76,7 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
 // The record of one finished cell, as a cells.jsonl line.
 nlohmann::json cell_record(const Grid& grid, const Cell& cell, const nlohmann::json& temporal_state,
                            const nlohmann::json& decision, const nlohmann::json& final_measurement,
-                           const std::string& verdict, const std::optional<std::string>& error,
+                           scenario::Verdict verdict, const std::optional<std::string>& error,
                            std::int64_t duration_us);
 
 }  // namespace skewbench::sweep

@@ -2,14 +2,18 @@
 
 // A scenario's or a cell's verdict, computed from what was measured: SAFE (one
 // effect, delivered), CONFLICT (two or more effects), HELD (recovery refused
-// or escalated), ERROR (the harness could not measure). Written in evidence as
+// or escalated), ERROR (the harness could not measure). A scenario file may
+// expect one (all but ERROR); the runner reaches one. Written in evidence as
 // the upper-case words below; this is the one place that spells them.
 
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
-namespace skewbench::runner {
+#include <nlohmann/json.hpp>
+
+namespace skewbench::scenario {
 
 enum class Verdict { Safe, Conflict, Held, Error };
 
@@ -38,4 +42,7 @@ constexpr std::optional<Verdict> verdict_from_string(std::string_view word) {
   return std::nullopt;
 }
 
-}  // namespace skewbench::runner
+// In JSON, the word.
+inline void to_json(nlohmann::json& out, Verdict verdict) { out = std::string(to_string(verdict)); }
+
+}  // namespace skewbench::scenario
