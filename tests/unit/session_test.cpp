@@ -62,7 +62,7 @@ TEST_CASE("a scenario that never ran is ERROR with every expectation unmeasured 
   const auto scenarios = runner::load_scenarios({dir.path().string()});
   const auto r = runner::never_ran(scenarios.at(0), "connection refused");
   CHECK(r.scenario_id == scenarios[0].id);
-  CHECK(r.verdict == runner::kVerdictError);
+  CHECK(r.verdict == runner::Verdict::Error);
   CHECK(r.error == "connection refused");
   CHECK_FALSE(r.pass);
   REQUIRE(r.checks.size() == scenarios[0].expectations.size());

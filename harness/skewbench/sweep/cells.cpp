@@ -1,5 +1,7 @@
 #include "sweep/cells.hpp"
 
+#include "scenario/verdict.hpp"
+
 #include <stdexcept>
 
 namespace skewbench::sweep {
@@ -37,7 +39,7 @@ PreviousCells::PreviousCells(const std::string& path, std::uint64_t cells_total)
       record = json::parse(line);
       const auto cell = record.at("cell").get<std::uint64_t>();
       if (cell >= cells_total) throw std::runtime_error("cell " + std::to_string(cell) + " is not in the grid");
-      if (record.at("verdict").get<std::string>() != "ERROR" && !kept_[cell]) {
+      if (record.at("verdict").get<std::string>() != scenario::to_string(scenario::Verdict::Error) && !kept_[cell]) {
         kept_[cell] = true;
         ++kept_count_;
       }
@@ -52,7 +54,8 @@ json PreviousCells::take(std::uint64_t cell) {
   std::string line;
   while (std::getline(in_, line)) {
     auto record = json::parse(line);
-    if (record.at("cell").get<std::uint64_t>() == cell && record.at("verdict") != "ERROR") return record;
+    if (record.at("cell").get<std::uint64_t>() == cell && record.at("verdict") != json(scenario::Verdict::Error))
+      return record;
   }
   throw std::runtime_error(path_ + " changed while the sweep resumed: cell " + std::to_string(cell) + " is gone");
 }
