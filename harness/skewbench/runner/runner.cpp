@@ -97,16 +97,69 @@ std::string new_run_id() {
 ScenarioRunner::ScenarioRunner(infra::RemoteApi& remote, infra::OutboxApi& outbox, RunnerOptions options)
     : remote_(remote), outbox_(outbox), options_(std::move(options)) {}
 
-ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
-  const auto started = Clock::now();
+namespace {
+
+// A result naming the scenario and its ids, before anything ran.
+ScenarioResult new_result(const scenario::Scenario& s, const std::string& run_id) {
   ScenarioResult result;
   result.scenario_id = s.id;
   result.policy = std::string(s.policy->name());
-  result.operation_id = operation_id_for(options_.run_id, s.id);
-  result.idempotency_key = idempotency_key_for(options_.run_id, s.id);
+  result.operation_id = operation_id_for(run_id, s.id);
+  result.idempotency_key = idempotency_key_for(run_id, s.id);
   result.operation_name = s.operation.name;
   result.stable_key_name = s.operation.stable_key_name();
+  return result;
+}
 
+// Runs one step and appends its record to the timeline, also when it throws.
+void run_step(const scenario::Scenario& s, std::size_t i, steps::StepContext& context, ScenarioResult& result) {
+  const auto& step = *s.steps[i].step;
+  json record = {{"index", i},
+                 {"kind", step.kind()},
+                 {"node", step.node() ? json(*step.node()) : json(nullptr)},
+                 {"at_s", step.at_s()},
+                 {"reference_time_s", context.reference_time(step.at_s())},
+                 {"parameters", step.parameters()}};
+  const auto step_started = Clock::now();
+  try {
+    auto outcome = step.execute(context);
+    record["observed"] = std::move(outcome.observed);
+    record["exchanges"] = std::move(outcome.exchanges);
+    record["duration_us"] = micros_since(step_started);
+  } catch (...) {
+    record["duration_us"] = micros_since(step_started);
+    result.timeline.push_back(std::move(record));
+    throw;
+  }
+  result.timeline.push_back(std::move(record));
+}
+
+// One expectation against what was measured: the closing measurement, or the
+// observation of the step it names.
+CheckResult check_expectation(const scenario::Expectation& expectation, const ScenarioResult& result) {
+  CheckResult check;
+  check.id = expectation.id;
+  check.expected = expectation.expected;
+  const json* source = nullptr;
+  if (expectation.step_index < 0) {
+    if (result.final_measurement.is_object()) source = &result.final_measurement;
+  } else if (static_cast<std::size_t>(expectation.step_index) < result.timeline.size()) {
+    const auto& record = result.timeline[static_cast<std::size_t>(expectation.step_index)];
+    if (record.contains("observed")) source = &record["observed"];
+  }
+  if (source && source->contains(expectation.field)) {
+    check.measured = true;
+    check.observed = (*source)[expectation.field];
+  }
+  check.pass = check.measured && !result.error && check.observed == check.expected;
+  return check;
+}
+
+}  // namespace
+
+ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
+  const auto started = Clock::now();
+  ScenarioResult result = new_result(s, options_.run_id);
   std::map<std::string, time::NodeClock> nodes;
   for (const auto& n : s.nodes) nodes.emplace(n.node_id, n);
   steps::StepContext context{.t0_s = s.t0_s,
@@ -120,45 +173,13 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .operation_id = result.operation_id,
                              .idempotency_key = result.idempotency_key,
                              .payload = json{{"scenario", s.id}}.dump(),
-                             .ledger = {},
+                             .ledger = infra::RemoteLedger{},
                              .operation = s.operation,
                              .posts_sent = 0,
                              .bound_temporal_epoch = std::nullopt,
                              .watermarks_s = {}};
-
   try {
-    // A harness-started remote runs in the mode the scenario needs (durable by default).
-    if (options_.remote_control) options_.remote_control->use_dedupe_mode(s.dedupe_mode.value_or("durable"));
-    outbox_.declare_operation(result.operation_id, s.operation.initial_business_version);
-    // The process every later answer must come from.
-    context.ledger.boot_id = remote_.health().value("boot_id", std::string());
-    for (std::size_t i = 0; i < s.steps.size(); ++i) {
-      if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
-      const auto& step = *s.steps[i].step;
-      json record = {{"index", i},
-                     {"kind", step.kind()},
-                     {"node", step.node() ? json(*step.node()) : json(nullptr)},
-                     {"at_s", step.at_s()},
-                     {"reference_time_s", context.reference_time(step.at_s())},
-                     {"parameters", step.parameters()}};
-      const auto step_started = Clock::now();
-      try {
-        auto outcome = step.execute(context);
-        record["observed"] = std::move(outcome.observed);
-        record["exchanges"] = std::move(outcome.exchanges);
-        record["duration_us"] = micros_since(step_started);
-      } catch (...) {
-        record["duration_us"] = micros_since(step_started);
-        result.timeline.push_back(std::move(record));
-        throw;
-      }
-      result.timeline.push_back(std::move(record));
-    }
-    const auto last_at_s = s.steps.back().step->at_s();
-    result.final_measurement =
-        measure_final(remote_, outbox_, context, context.reference_time(last_at_s), s.dedupe_mode.has_value());
-    result.verdict = compute_verdict(result.final_measurement, result.timeline);
-    result.final_measurement["verdict"] = result.verdict;
+    execute(s, context, result);
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {
@@ -168,32 +189,33 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
     result.verdict = Verdict::Error;
     if (!result.final_measurement.is_object()) result.final_measurement = nullptr;
   }
-
   bool all_pass = !result.error.has_value();
   if (options_.evaluate_expectations) {
     for (const auto& expectation : s.expectations) {
-      CheckResult check;
-      check.id = expectation.id;
-      check.expected = expectation.expected;
-      const json* source = nullptr;
-      if (expectation.step_index < 0) {
-        if (result.final_measurement.is_object()) source = &result.final_measurement;
-      } else if (static_cast<std::size_t>(expectation.step_index) < result.timeline.size()) {
-        const auto& record = result.timeline[static_cast<std::size_t>(expectation.step_index)];
-        if (record.contains("observed")) source = &record["observed"];
-      }
-      if (source && source->contains(expectation.field)) {
-        check.measured = true;
-        check.observed = (*source)[expectation.field];
-      }
-      check.pass = check.measured && !result.error && check.observed == check.expected;
-      all_pass = all_pass && check.pass;
-      result.checks.push_back(std::move(check));
+      result.checks.push_back(check_expectation(expectation, result));
+      all_pass = all_pass && result.checks.back().pass;
     }
   }
   result.pass = all_pass;
   result.duration_us = micros_since(started);
   return result;
+}
+
+void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& context, ScenarioResult& result) {
+  // A harness-started remote runs in the mode the scenario needs (durable by default).
+  if (options_.remote_control) options_.remote_control->use_dedupe_mode(s.dedupe_mode.value_or("durable"));
+  outbox_.declare_operation(result.operation_id, s.operation.initial_business_version);
+  // The process every later answer must come from.
+  context.ledger.boot_id = remote_.health().value("boot_id", std::string());
+  for (std::size_t i = 0; i < s.steps.size(); ++i) {
+    if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
+    run_step(s, i, context, result);
+  }
+  const auto last_at_s = s.steps.back().step->at_s();
+  result.final_measurement =
+      measure_final(remote_, outbox_, context, context.reference_time(last_at_s), s.dedupe_mode.has_value());
+  result.verdict = compute_verdict(result.final_measurement, result.timeline);
+  result.final_measurement["verdict"] = result.verdict;
 }
 
 }  // namespace skewbench::runner

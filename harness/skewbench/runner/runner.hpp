@@ -73,6 +73,9 @@ class ScenarioRunner {
   ScenarioResult run(const scenario::Scenario& scenario);
 
  private:
+  // The steps, then the closing measurement and the verdict; throws on a fault.
+  void execute(const scenario::Scenario& scenario, steps::StepContext& context, ScenarioResult& result);
+
   infra::RemoteApi& remote_;
   infra::OutboxApi& outbox_;
   RunnerOptions options_;

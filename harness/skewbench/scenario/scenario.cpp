@@ -139,6 +139,56 @@ std::optional<std::string> read_dedupe_mode(ObjectReader& root) {
   return mode;
 }
 
+// $.nodes: at least one, each id declared once.
+std::vector<time::NodeClock> read_nodes(ObjectReader& root, std::set<std::string>& node_ids) {
+  const auto& nodes = root.require_array("nodes");
+  if (nodes.empty()) throw InputError("$.nodes", "must declare at least one node");
+  std::vector<time::NodeClock> out;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    ObjectReader node(nodes[i], index_path("$.nodes", i));
+    time::NodeClock clock{node.require_string("id"), node.require_int("clock_offset_s")};
+    require_id(clock.node_id, node.child_path("id"));
+    if (!node_ids.insert(clock.node_id).second) {
+      throw InputError(node.child_path("id"), "node \"" + clock.node_id + "\" is declared twice");
+    }
+    node.optional_string("description");
+    node.finish();
+    out.push_back(std::move(clock));
+  }
+  return out;
+}
+
+// Step i of $.steps, of a registered kind, not before the step that precedes
+// it; its "expect" goes into `expectations`.
+ScenarioStep read_step(const json& input, std::size_t i, const steps::StepParseContext& parse_context,
+                       std::optional<LogicalSeconds>& previous_at_s, std::vector<Expectation>& expectations) {
+  const auto& registry = steps::builtin_steps();
+  ObjectReader spec(input, index_path("$.steps", i));
+  const auto kind_name = spec.require_string("kind");
+  const auto* kind = registry.find(kind_name);
+  if (kind == nullptr) {
+    throw InputError(spec.child_path("kind"),
+                     "unknown step kind \"" + kind_name + "\" (known: " + registry.known_names() + ")");
+  }
+  const auto at_s = spec.require_int("at_s");
+  if (previous_at_s && at_s < *previous_at_s) {
+    throw InputError(spec.child_path("at_s"), "reference time goes backwards (" + std::to_string(at_s) + " after " +
+                                                  std::to_string(*previous_at_s) +
+                                                  "); to move a node's clock back use set_clock_offset");
+  }
+  previous_at_s = at_s;
+  spec.optional_string("description");
+  ScenarioStep step;
+  step.step = kind->factory(spec, at_s, parse_context);
+  step.input = input;
+  if (const auto* expect = spec.optional("expect")) {
+    read_expectations(*expect, spec.child_path("expect"), kind->observed, static_cast<int>(i), index_path("steps", i),
+                      expectations);
+  }
+  spec.finish();
+  return step;
+}
+
 Scenario parse_document(const json& doc, const std::string& source) {
   Scenario s;
   s.document = doc;
@@ -157,55 +207,16 @@ Scenario parse_document(const json& doc, const std::string& source) {
   s.t0_s = root.require_int("t0_s");
   s.ttl_s = root.require_int("ttl_s");
   if (s.ttl_s <= 0) throw InputError("$.ttl_s", "must be > 0");
-
   std::set<std::string> node_ids;
-  const auto& nodes = root.require_array("nodes");
-  if (nodes.empty()) throw InputError("$.nodes", "must declare at least one node");
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    ObjectReader node(nodes[i], index_path("$.nodes", i));
-    time::NodeClock clock{node.require_string("id"), node.require_int("clock_offset_s")};
-    require_id(clock.node_id, node.child_path("id"));
-    if (!node_ids.insert(clock.node_id).second) {
-      throw InputError(node.child_path("id"), "node \"" + clock.node_id + "\" is declared twice");
-    }
-    node.optional_string("description");
-    node.finish();
-    s.nodes.push_back(std::move(clock));
-  }
-
+  s.nodes = read_nodes(root, node_ids);
   s.policy = policy::builtin_policies().make(root.require_object("policy"), "$.policy");
 
-  const auto& registry = steps::builtin_steps();
   const auto& step_list = root.require_array("steps");
   if (step_list.empty()) throw InputError("$.steps", "must list at least one step");
   std::optional<LogicalSeconds> previous_at_s;
   const steps::StepParseContext parse_context{node_ids};
   for (std::size_t i = 0; i < step_list.size(); ++i) {
-    const auto path = index_path("$.steps", i);
-    ObjectReader spec(step_list[i], path);
-    const auto kind_name = spec.require_string("kind");
-    const auto* kind = registry.find(kind_name);
-    if (kind == nullptr) {
-      throw InputError(spec.child_path("kind"),
-                       "unknown step kind \"" + kind_name + "\" (known: " + registry.known_names() + ")");
-    }
-    const auto at_s = spec.require_int("at_s");
-    if (previous_at_s && at_s < *previous_at_s) {
-      throw InputError(spec.child_path("at_s"), "reference time goes backwards (" + std::to_string(at_s) + " after " +
-                                                    std::to_string(*previous_at_s) +
-                                                    "); to move a node's clock back use set_clock_offset");
-    }
-    previous_at_s = at_s;
-    spec.optional_string("description");
-    ScenarioStep step;
-    step.step = kind->factory(spec, at_s, parse_context);
-    step.input = step_list[i];
-    if (const auto* expect = spec.optional("expect")) {
-      read_expectations(*expect, spec.child_path("expect"), kind->observed, static_cast<int>(i), index_path("steps", i),
-                        s.expectations);
-    }
-    spec.finish();
-    s.steps.push_back(std::move(step));
+    s.steps.push_back(read_step(step_list[i], i, parse_context, previous_at_s, s.expectations));
   }
   check_step_order(s.steps);
 

@@ -239,6 +239,92 @@ json cell_record(const Grid& grid, const Cell& cell, const json& temporal_state,
           {"duration_us", duration_us}};
 }
 
+namespace {
+
+// What the workers of one sweep share: the next cell to take, the stop flag,
+// and why the sweep stopped when a service stayed unreachable.
+struct SharedCells {
+  SharedCells(const Grid& g, const SweepSettings& s, ReorderBuffer& b, std::uint64_t cells_planned)
+      : grid(g), settings(s), buffer(b), planned(cells_planned) {}
+
+  const Grid& grid;
+  const SweepSettings& settings;
+  ReorderBuffer& buffer;
+  std::uint64_t planned = 0;
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex unreachable_mutex;
+  std::optional<std::string> unreachable;
+
+  bool is_kept(std::uint64_t k) const {
+    return settings.previous && settings.previous->keeps(settings.shard.cell_at(k));
+  }
+  bool stopping() const { return stop.load() || (settings.interrupted && settings.interrupted->load()); }
+};
+
+// Runs cell k of the shard on the worker's connections and hands its record
+// to the buffer.
+void run_cell(SharedCells& shared, WorkerConnections& connections, std::uint64_t k) {
+  const auto cell = shared.grid.cell(shared.settings.shard.cell_at(k));
+  const auto cell_started = Clock::now();
+  const auto scenario = shared.grid.cell_scenario(cell);
+  const auto r = connections.runner().run(scenario);
+  // A cell that failed may have left its connections broken: start the next
+  // cell on fresh ones.
+  if (r.error) connections.drop();
+  shared.buffer.push(k, cell_record(shared.grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict,
+                                    r.error, micros_since(cell_started)));
+}
+
+// One worker: takes cells in order until none is left or the sweep stops.
+void work(SharedCells& shared) {
+  WorkerConnections connections(shared.settings);
+  for (;;) {
+    if (!connections.ready() && !connections.reconnect([&shared] { return shared.stopping(); })) {
+      if (!shared.stopping()) {
+        std::lock_guard<std::mutex> lock(shared.unreachable_mutex);
+        if (!shared.unreachable) shared.unreachable = connections.last_error();
+      }
+      shared.stop.store(true);
+      return;
+    }
+    if (shared.stopping()) {
+      shared.stop.store(true);
+      return;
+    }
+    const auto k = shared.next.fetch_add(1);
+    if (k >= shared.planned) return;
+    if (!shared.buffer.wait_for_room(k, shared.stop)) return;
+    if (shared.is_kept(k)) {
+      shared.buffer.push(k, nullptr);
+      continue;
+    }
+    run_cell(shared, connections, k);
+  }
+}
+
+// Runs `jobs` workers to the end; rethrows the first exception one threw.
+void run_workers(SharedCells& shared, unsigned jobs) {
+  std::vector<std::thread> threads;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (unsigned i = 0; i < jobs; ++i) {
+    threads.emplace_back([&]() {
+      try {
+        work(shared);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        shared.stop.store(true);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
 SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const std::filesystem::path& out_dir) {
   SweepOutcome outcome;
   outcome.cells_planned = settings.shard.size_of(grid.cell_count());
@@ -246,69 +332,14 @@ SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const st
   CellWriter writer((out_dir / settings.cells_file).string());
   Progress progress(outcome.cells_planned, settings.progress);
   const unsigned jobs = std::max(1u, settings.jobs);
-  auto is_kept = [&](std::uint64_t k) {
-    return settings.previous && settings.previous->keeps(settings.shard.cell_at(k));
-  };
   ReorderBuffer buffer(writer, progress, 4ull * jobs,
                        [&](std::uint64_t k) { return settings.previous->take(settings.shard.cell_at(k)); });
-  std::atomic<std::uint64_t> next{0};
-  std::atomic<bool> stop{false};
+  SharedCells shared(grid, settings, buffer, outcome.cells_planned);
   const auto started = Clock::now();
+  run_workers(shared, jobs);
+  buffer.drain(outcome.cells_planned, [&shared](std::uint64_t k) { return shared.is_kept(k); });
 
-  std::mutex unreachable_mutex;
-  auto worker = [&]() {
-    auto stopping = [&] { return stop.load() || (settings.interrupted && settings.interrupted->load()); };
-    WorkerConnections connections(settings);
-    for (;;) {
-      if (!connections.ready() && !connections.reconnect(stopping)) {
-        if (!stopping()) {
-          std::lock_guard<std::mutex> lock(unreachable_mutex);
-          if (!outcome.unreachable) outcome.unreachable = connections.last_error();
-        }
-        stop.store(true);
-        return;
-      }
-      if (stopping()) {
-        stop.store(true);
-        return;
-      }
-      const auto k = next.fetch_add(1);
-      if (k >= outcome.cells_planned) return;
-      if (!buffer.wait_for_room(k, stop)) return;
-      if (is_kept(k)) {
-        buffer.push(k, nullptr);
-        continue;
-      }
-      const auto cell = grid.cell(settings.shard.cell_at(k));
-      const auto cell_started = Clock::now();
-      const auto scenario = grid.cell_scenario(cell);
-      const auto r = connections.runner().run(scenario);
-      // A cell that failed may have left its connections broken: start the
-      // next cell on fresh ones.
-      if (r.error) connections.drop();
-      buffer.push(k, cell_record(grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict, r.error,
-                                 micros_since(cell_started)));
-    }
-  };
-
-  std::vector<std::thread> threads;
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  for (unsigned i = 0; i < jobs; ++i) {
-    threads.emplace_back([&]() {
-      try {
-        worker();
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        stop.store(true);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
-  buffer.drain(outcome.cells_planned, is_kept);
-
+  outcome.unreachable = shared.unreachable;
   outcome.cells_done = writer.written();
   outcome.cells_core_digest = writer.finish();
   outcome.per_policy = writer.tally().to_json();
