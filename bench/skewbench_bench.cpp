@@ -2,15 +2,19 @@
 //
 // In one run, against one PostgreSQL cluster and one remote-effect process:
 //   1. the floor: a PostgreSQL prepared-statement round trip, a PostgreSQL
-//      write transaction (BEGIN, INSERT, COMMIT), a keep-alive HTTP round trip
-//      to remote-effect (GET /health) and a remote-effect durable commit
+//      write transaction (BEGIN, INSERT, COMMIT), a single-statement
+//      autocommit write (one INSERT, one round trip), a keep-alive HTTP round
+//      trip to remote-effect (GET /health) and a remote-effect durable commit
 //      (POST /effects, new key);
 //   2. `skewbench run` as a whole process next to `skewbench --version`, and
 //      its phases timed in-process (connect, schema check, scenarios, evidence);
-//   3. the scenarios needing no service control, warm, repeated; each run's round trips are
-//      counted by kind, and the measured time is divided by the time those
-//      round trips take at the floor (target: at most 1.5x);
-//   4. sweep throughput in cells/s with 1 and 2 jobs on the shipped grid;
+//   3. the scenarios needing no service control, warm, repeated; each run's
+//      calls are counted by kind, its PostgreSQL wire round trips as the outbox
+//      adapter counts what it sends (PgOutbox::wire_count), and the measured
+//      time is divided by the time those round trips take at the floor: a
+//      round trip that commits at the autocommit write's, any other at the
+//      prepared statement's;
+//   4. sweep throughput in cells/s with 1, 2, 4 and 8 jobs on the shipped grid;
 //   5. the peak RSS of `skewbench sweep` for growing cell counts (it streams,
 //      so the figure should stay flat).
 // Real time is read here only to measure; no decision depends on it.
@@ -87,11 +91,25 @@ Stats measure(int iterations, F&& body) {
   return s;
 }
 
-// The four kinds of round trip a scenario makes.
+// The four kinds of call a scenario makes.
 enum Kind { kPgRead, kPgWrite, kHttpGet, kHttpPost, kKinds };
 
 using Counts = std::array<int, kKinds>;
 using Times = std::array<double, kKinds>;  // microseconds spent in each kind
+
+// PostgreSQL wire round trips of a run, as the adapter counted them.
+struct PgWire {
+  std::uint64_t round_trips = 0;
+  std::uint64_t commits = 0;  // of the round trips, those that commit
+};
+
+// The floor, in mean microseconds.
+struct Floor {
+  double pg_round_trip = 0;  // a prepared statement that commits nothing
+  double pg_autocommit = 0;  // a single-statement write: one round trip that commits
+  double http_get = 0;
+  double http_post = 0;
+};
 
 // Times one call of a kind into the run's tallies.
 template <typename F>
@@ -130,36 +148,56 @@ class CountingRemote final : public infra::RemoteApi {
   Times& t_;
 };
 
+// Counts calls and, from the adapter's own counter, the wire round trips
+// each call cost.
 class CountingOutbox final : public infra::OutboxApi {
+  // Defined first: the overrides below deduce their return type from it.
+  template <typename F>
+  auto call(Kind kind, F&& body) {
+    const auto before = inner_.wire_count();
+    struct Tally {
+      const infra::PgOutbox& inner;
+      const infra::PgOutbox::WireCount before;
+      PgWire& wire;
+      ~Tally() {
+        wire.round_trips += inner.wire_count().round_trips - before.round_trips;
+        wire.commits += inner.wire_count().commits - before.commits;
+      }
+    } tally{inner_, before, wire_};
+    return timed(c_, t_, kind, std::forward<F>(body));
+  }
+
  public:
-  CountingOutbox(infra::OutboxApi& inner, Counts& counts, Times& times) : inner_(inner), c_(counts), t_(times) {}
+  CountingOutbox(infra::PgOutbox& inner, Counts& counts, Times& times, PgWire& wire)
+      : inner_(inner), c_(counts), t_(times), wire_(wire) {}
   void declare_operation(const std::string& op, std::int64_t version) override {
-    timed(c_, t_, kPgWrite, [&] { inner_.declare_operation(op, version); });
+    call(kPgWrite, [&] { inner_.declare_operation(op, version); });
   }
   void commit_operation(const std::string& op, const std::string& key, std::int64_t ttl) override {
-    timed(c_, t_, kPgWrite, [&] { inner_.commit_operation(op, key, ttl); });
+    call(kPgWrite, [&] { inner_.commit_operation(op, key, ttl); });
   }
   void record_attempt(const std::string& op, std::int64_t t) override {
-    timed(c_, t_, kPgWrite, [&] { inner_.record_attempt(op, t); });
+    call(kPgWrite, [&] { inner_.record_attempt(op, t); });
   }
   void record_outcome(const std::string& op, infra::TransportOutcome o, bool d, std::int64_t t) override {
-    timed(c_, t_, kPgWrite, [&] { inner_.record_outcome(op, o, d, t); });
+    call(kPgWrite, [&] { inner_.record_outcome(op, o, d, t); });
   }
   void mark_delivered(const std::string& op, std::int64_t t) override {
-    timed(c_, t_, kPgWrite, [&] { inner_.mark_delivered(op, t); });
+    call(kPgWrite, [&] { inner_.mark_delivered(op, t); });
   }
   infra::OutboxRow read(const std::string& op) override {
-    return timed(c_, t_, kPgRead, [&] { return inner_.read(op); });
+    return call(kPgRead, [&] { return inner_.read(op); });
   }
   void reconnect() override { inner_.reconnect(); }
 
  private:
-  infra::OutboxApi& inner_;
+  infra::PgOutbox& inner_;
   Counts& c_;
   Times& t_;
+  PgWire& wire_;
 };
 
-std::array<double, kKinds> measure_floor(const std::string& database_url, const std::string& remote_url, int n) {
+Floor measure_floor(const std::string& database_url, const std::string& remote_url, int n) {
   pqxx::connection c(database_url);
   {
     pqxx::work tx(c);
@@ -179,6 +217,10 @@ std::array<double, kKinds> measure_floor(const std::string& database_url, const 
     infra::pq::exec_prepared(tx, "floor_insert", static_cast<std::int64_t>(i));
     tx.commit();
   });
+  const auto pg_autocommit = measure(n, [&](int i) {
+    pqxx::nontransaction tx(c);
+    infra::pq::exec_prepared(tx, "floor_insert", static_cast<std::int64_t>(i));
+  });
   infra::HttpRemote remote(remote_url);
   const auto http_get = measure(n, [&](int) { remote.health(); });
   const auto http_post = measure(n, [&](int i) {
@@ -192,16 +234,20 @@ std::array<double, kKinds> measure_floor(const std::string& database_url, const 
                         .expected_temporal_epoch = std::nullopt});
   });
   // Costs add up, so the floor a scenario implies is a sum of means.
-  std::printf("floor (%d iterations each)              mean_us  median_us     p99_us\n", n);
-  const Stats* all[kKinds] = {&pg_read, &pg_write, &http_get, &http_post};
-  const char* labels[kKinds] = {"PostgreSQL prepared-statement round trip", "PostgreSQL write transaction (commit)",
-                                "HTTP keep-alive round trip (GET /health)", "remote-effect durable commit (POST)"};
-  std::array<double, kKinds> means{};
-  for (int k = 0; k < kKinds; ++k) {
-    means[k] = all[k]->mean();
-    std::printf("  %-42s %9.1f %10.1f %10.1f\n", labels[k], all[k]->mean(), all[k]->median(), all[k]->p99());
+  std::printf("floor (%d iterations each)                          mean_us  median_us     p99_us\n", n);
+  const std::pair<const char*, const Stats*> rows[] = {
+      {"PostgreSQL prepared-statement round trip", &pg_read},
+      {"PostgreSQL write transaction (BEGIN, INSERT, COMMIT)", &pg_write},
+      {"PostgreSQL autocommit write (one INSERT, one trip)", &pg_autocommit},
+      {"HTTP keep-alive round trip (GET /health)", &http_get},
+      {"remote-effect durable commit (POST)", &http_post}};
+  for (const auto& [label, s] : rows) {
+    std::printf("  %-54s %9.1f %10.1f %10.1f\n", label, s->mean(), s->median(), s->p99());
   }
-  return means;
+  return {.pg_round_trip = pg_read.mean(),
+          .pg_autocommit = pg_autocommit.mean(),
+          .http_get = http_get.mean(),
+          .http_post = http_post.mean()};
 }
 
 // The scenarios a run against external services can run: those that neither
@@ -215,55 +261,82 @@ std::vector<scenario::Scenario> external_service_scenarios(const std::string& sc
   return out;
 }
 
-void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, infra::OutboxApi& outbox, int repeats,
-                     const std::array<double, kKinds>& floor) {
-  std::printf("\nscenarios needing no service control, warm, %d runs each\n", repeats);
-  std::printf("  %-24s %7s %9s %8s %8s %10s %10s %10s %7s\n", "scenario", "pg_read", "pg_write", "http_get",
-              "http_post", "mean_us", "p99_us", "floor_us", "ratio");
-  for (const auto& s : external_service_scenarios(scenario_dir)) {
-    Counts counts{};
-    Times total_times{};
-    Stats stats;
-    for (int i = 0; i < repeats; ++i) {
-      counts.fill(0);
-      Times times{};
-      CountingRemote counting_remote(remote, counts, times);
-      CountingOutbox counting_outbox(outbox, counts, times);
-      runner::ScenarioRunner r(counting_remote, counting_outbox, {runner::new_run_id(), nullptr, nullptr, true});
-      const auto t = Clock::now();
-      const auto result = r.run(s);
-      stats.samples_us.push_back(micros(Clock::now() - t));
-      for (int k = 0; k < kKinds; ++k) total_times[k] += times[k];
-      if (!result.pass) {
-        std::fprintf(stderr, "scenario %s did not pass: %s\n", s.id.c_str(),
-                     result.error.value_or("a check failed").c_str());
-        std::exit(3);
-      }
+// Costs add up, so the floor a run implies is a sum of means: each PostgreSQL
+// round trip that commits at the autocommit write's, any other at the
+// prepared statement's, and each HTTP call at its kind's.
+double implied_floor_us(const PgWire& wire, const Counts& counts, const Floor& floor) {
+  const auto other = static_cast<double>(wire.round_trips - wire.commits);
+  return other * floor.pg_round_trip + static_cast<double>(wire.commits) * floor.pg_autocommit +
+         counts[kHttpGet] * floor.http_get + counts[kHttpPost] * floor.http_post;
+}
+
+struct ScenarioFigures {
+  Counts counts{};  // calls of the last run
+  PgWire wire;      // PostgreSQL round trips of the last run
+  Times total_times{};
+  Stats stats;
+};
+
+ScenarioFigures run_scenario(const scenario::Scenario& s, infra::RemoteApi& remote, infra::PgOutbox& outbox,
+                             int repeats) {
+  ScenarioFigures f;
+  for (int i = 0; i < repeats; ++i) {
+    f.counts.fill(0);
+    f.wire = {};
+    Times times{};
+    CountingRemote counting_remote(remote, f.counts, times);
+    CountingOutbox counting_outbox(outbox, f.counts, times, f.wire);
+    runner::ScenarioRunner r(counting_remote, counting_outbox, {runner::new_run_id(), nullptr, nullptr, true});
+    const auto t = Clock::now();
+    const auto result = r.run(s);
+    f.stats.samples_us.push_back(micros(Clock::now() - t));
+    for (int k = 0; k < kKinds; ++k) f.total_times[k] += times[k];
+    if (!result.pass) {
+      std::fprintf(stderr, "scenario %s did not pass: %s\n", s.id.c_str(),
+                   result.error.value_or("a check failed").c_str());
+      std::exit(3);
     }
-    double implied = 0;
-    for (int k = 0; k < kKinds; ++k) implied += counts[k] * floor[k];
-    std::printf("  %-24s %7d %9d %8d %8d %10.1f %10.1f %10.1f %6.2fx\n", s.id.c_str(), counts[kPgRead],
-                counts[kPgWrite], counts[kHttpGet], counts[kHttpPost], stats.mean(), stats.p99(), implied,
-                stats.mean() / implied);
-    // Where the time went: mean time per round trip of each kind, and what
-    // the driver spent outside round trips (parsing, JSON, bookkeeping).
-    std::printf("  %-24s", "  mean us per round trip");
-    const int widths[kKinds] = {7, 9, 8, 8};
+  }
+  return f;
+}
+
+void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, infra::PgOutbox& outbox, int repeats,
+                     const Floor& floor) {
+  std::printf("\nscenarios needing no service control, warm, %d runs each; calls, and PostgreSQL wire round trips\n",
+              repeats);
+  std::printf("  %-31s %7s %8s %6s %7s %8s %9s %10s %10s %10s %7s\n", "scenario", "pg_read", "pg_write", "pg_rt",
+              "commits", "http_get", "http_post", "mean_us", "p99_us", "floor_us", "ratio");
+  PgWire all_wire;
+  for (const auto& s : external_service_scenarios(scenario_dir)) {
+    const auto f = run_scenario(s, remote, outbox, repeats);
+    all_wire.round_trips += f.wire.round_trips;
+    all_wire.commits += f.wire.commits;
+    const double implied = implied_floor_us(f.wire, f.counts, floor);
+    std::printf("  %-31s %7d %8d %6llu %7llu %8d %9d %10.1f %10.1f %10.1f %6.2fx\n", s.id.c_str(), f.counts[kPgRead],
+                f.counts[kPgWrite], static_cast<unsigned long long>(f.wire.round_trips),
+                static_cast<unsigned long long>(f.wire.commits), f.counts[kHttpGet], f.counts[kHttpPost],
+                f.stats.mean(), f.stats.p99(), implied, f.stats.mean() / implied);
+    // Where the time went: mean time per call of each kind, and what the
+    // driver spent outside them (parsing, JSON, bookkeeping).
+    const char* names[kKinds] = {"pg_read", "pg_write", "http_get", "http_post"};
+    std::printf("    mean us per call:");
     double inside_us = 0;
     for (int k = 0; k < kKinds; ++k) {
-      std::printf(" %*.0f", widths[k], counts[k] ? total_times[k] / (counts[k] * repeats) : 0.0);
-      inside_us += total_times[k] / repeats;
+      std::printf(" %s %.0f,", names[k], f.counts[k] ? f.total_times[k] / (f.counts[k] * repeats) : 0.0);
+      inside_us += f.total_times[k] / repeats;
     }
-    const double outside_us = stats.mean() - inside_us;
-    std::printf("   outside round trips: %.0f us (%.1f%%)\n", outside_us, 100.0 * outside_us / stats.mean());
+    const double outside_us = f.stats.mean() - inside_us;
+    std::printf(" outside calls %.0f (%.1f%%)\n", outside_us, 100.0 * outside_us / f.stats.mean());
   }
+  std::printf("  all scenarios: %llu PostgreSQL round trips, %llu of them commits\n",
+              static_cast<unsigned long long>(all_wire.round_trips), static_cast<unsigned long long>(all_wire.commits));
 }
 
 void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
   const auto grid = sweep::Grid::load(grid_path);
   std::printf("\nsweep throughput: %s (%llu cells)\n", grid.id().c_str(),
               static_cast<unsigned long long>(grid.cell_count()));
-  for (unsigned jobs : {1u, 2u}) {
+  for (unsigned jobs : {1u, 2u, 4u, 8u}) {
     TempDir out("skewbench-bench-sweep");
     sweep::SweepSettings settings;
     settings.database_url = stack.database_url();

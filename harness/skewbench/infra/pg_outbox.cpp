@@ -210,6 +210,23 @@ auto PgOutbox::in_transaction(const char* what, F&& body) {
   });
 }
 
+// An outbox write as one transaction: BEGIN, its statements, COMMIT, each a
+// round trip of its own.
+template <typename F>
+void PgOutbox::write_transaction(const char* what, F&& body) {
+  in_transaction(what, [&](pqxx::work& tx) {
+    wire_.round_trips += 2;  // BEGIN and COMMIT
+    ++wire_.commits;
+    body(tx);
+  });
+}
+
+template <typename Transaction, typename... Args>
+auto PgOutbox::exec_counted(Transaction& tx, const char* statement, Args&&... args) {
+  ++wire_.round_trips;
+  return pq::exec_prepared(tx, statement, std::forward<Args>(args)...);
+}
+
 PgOutbox::PgOutbox(const std::string& database_url, std::string run_id, DbTimeouts timeouts)
     : database_url_(database_url), timeouts_(timeouts), run_id_(std::move(run_id)) {
   if (timeouts_.timeout_s < 1) throw std::invalid_argument("the database timeout must be at least 1 s");
@@ -306,40 +323,40 @@ void PgOutbox::prepare_statements() {
 PgOutbox::~PgOutbox() = default;
 
 void PgOutbox::declare_operation(const std::string& operation_id, std::int64_t business_version) {
-  in_transaction("declare_operation", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "declare_operation", run_id_, operation_id, business_version),
-                    "declare_operation", operation_id);
+  write_transaction("declare_operation", [&](pqxx::work& tx) {
+    require_one_row(exec_counted(tx, "declare_operation", run_id_, operation_id, business_version), "declare_operation",
+                    operation_id);
   });
 }
 
 void PgOutbox::commit_operation(const std::string& operation_id, const std::string& idempotency_key,
                                 std::int64_t ttl_s) {
-  in_transaction("commit_operation", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "commit_business", run_id_, operation_id), "commit_business", operation_id);
-    require_one_row(pq::exec_prepared(tx, "insert_outbox", run_id_, operation_id, idempotency_key, ttl_s),
-                    "insert_outbox", operation_id);
+  write_transaction("commit_operation", [&](pqxx::work& tx) {
+    require_one_row(exec_counted(tx, "commit_business", run_id_, operation_id), "commit_business", operation_id);
+    require_one_row(exec_counted(tx, "insert_outbox", run_id_, operation_id, idempotency_key, ttl_s), "insert_outbox",
+                    operation_id);
   });
 }
 
 void PgOutbox::record_attempt(const std::string& operation_id, std::int64_t logical_time_s) {
-  in_transaction("record_attempt", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "record_attempt", run_id_, operation_id, logical_time_s), "record_attempt",
+  write_transaction("record_attempt", [&](pqxx::work& tx) {
+    require_one_row(exec_counted(tx, "record_attempt", run_id_, operation_id, logical_time_s), "record_attempt",
                     operation_id);
   });
 }
 
 void PgOutbox::record_outcome(const std::string& operation_id, TransportOutcome outcome, bool delivered,
                               std::int64_t logical_time_s) {
-  in_transaction("record_outcome", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "record_outcome", run_id_, operation_id, std::string(to_string(outcome)),
-                                      delivered, logical_time_s),
+  write_transaction("record_outcome", [&](pqxx::work& tx) {
+    require_one_row(exec_counted(tx, "record_outcome", run_id_, operation_id, std::string(to_string(outcome)),
+                                 delivered, logical_time_s),
                     "record_outcome", operation_id);
   });
 }
 
 void PgOutbox::mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) {
-  in_transaction("mark_delivered", [&](pqxx::work& tx) {
-    require_one_row(pq::exec_prepared(tx, "mark_delivered", run_id_, operation_id, logical_time_s), "mark_delivered",
+  write_transaction("mark_delivered", [&](pqxx::work& tx) {
+    require_one_row(exec_counted(tx, "mark_delivered", run_id_, operation_id, logical_time_s), "mark_delivered",
                     operation_id);
   });
 }
@@ -348,7 +365,7 @@ OutboxRow PgOutbox::read(const std::string& operation_id) {
   // One statement, one round trip: no BEGIN/COMMIT around a single read.
   return bounded("read", [&] {
     pqxx::nontransaction tx(connection_->pq);
-    const auto r = pq::exec_prepared(tx, "read_outbox", run_id_, operation_id);
+    const auto r = exec_counted(tx, "read_outbox", run_id_, operation_id);
     if (r.size() != 1) throw InfrastructureError("outbox: no business operation " + operation_id);
     const auto row = r[0];
     OutboxRow out;

@@ -3,6 +3,7 @@
 // The transactional outbox in PostgreSQL (libpqxx). All rows of one run carry
 // its run id, so runs against a long-lived database never collide.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -43,12 +44,28 @@ class PgOutbox final : public OutboxApi {
 
   const PostgresInfo& info() const { return info_; }
 
+  // What the outbox calls above have sent PostgreSQL since this object was
+  // made: wire round trips (each BEGIN, statement and COMMIT), and of those the
+  // ones that commit, which wait for the WAL flush. Connecting and the schema
+  // check are not counted; nor is the one extra round trip that prepares a
+  // statement on its first use on a connection (libpqxx 6.4 prepares lazily).
+  struct WireCount {
+    std::uint64_t round_trips = 0;
+    std::uint64_t commits = 0;
+  };
+  const WireCount& wire_count() const { return wire_; }
+
  private:
   struct Connection;  // wraps pqxx::connection, whose type differs between libpqxx versions
   class Deadline;     // shuts the socket down when a transaction overstays
 
   template <typename F>
   auto in_transaction(const char* what, F&& body);
+  template <typename F>
+  void write_transaction(const char* what, F&& body);
+  // Runs a prepared statement and counts its round trip.
+  template <typename Transaction, typename... Args>
+  auto exec_counted(Transaction& tx, const char* statement, Args&&... args);
   void connect();
   bool schema_is_current();
   void create_schema();
@@ -65,6 +82,7 @@ class PgOutbox final : public OutboxApi {
   DbTimeouts timeouts_;
   std::string run_id_;
   PostgresInfo info_;
+  WireCount wire_;
 };
 
 // Adds connect_timeout to a libpq URL or key=value connection string.
