@@ -210,21 +210,19 @@ auto PgOutbox::in_transaction(const char* what, F&& body) {
   });
 }
 
-// An outbox write as one transaction: BEGIN, its statements, COMMIT, each a
-// round trip of its own.
-template <typename F>
-void PgOutbox::write_transaction(const char* what, F&& body) {
-  in_transaction(what, [&](pqxx::work& tx) {
-    wire_.round_trips += 2;  // BEGIN and COMMIT
+// An outbox write is one prepared statement sent on its own, autocommit: one
+// round trip, no BEGIN or COMMIT. One statement is atomic, so a failure leaves
+// nothing of it behind, and one that changes no row fails as before.
+template <typename... Args>
+void PgOutbox::write_statement(const char* what, const char* statement, const std::string& operation_id,
+                               Args&&... args) {
+  bounded(what, [&] {
+    pqxx::nontransaction tx(connection_->pq);
+    ++wire_.round_trips;
     ++wire_.commits;
-    body(tx);
+    require_one_row(pq::exec_prepared(tx, statement, run_id_, operation_id, std::forward<Args>(args)...), statement,
+                    operation_id);
   });
-}
-
-template <typename Transaction, typename... Args>
-auto PgOutbox::exec_counted(Transaction& tx, const char* statement, Args&&... args) {
-  ++wire_.round_trips;
-  return pq::exec_prepared(tx, statement, std::forward<Args>(args)...);
 }
 
 PgOutbox::PgOutbox(const std::string& database_url, std::string run_id, DbTimeouts timeouts)
@@ -291,12 +289,16 @@ void PgOutbox::prepare_statements() {
   c.prepare("declare_operation",
             "INSERT INTO skewbench.business_operation (run_id, operation_id, state, version) "
             "VALUES ($1, $2, 'absent', $3)");
+  // The business commit and its outbox row in one statement: the row is
+  // inserted only for a business operation this statement moved from absent
+  // to committed, so a missing or already committed one inserts nothing and
+  // changes no row.
   c.prepare("commit_business",
+            "WITH committed AS ("
             "UPDATE skewbench.business_operation SET state = 'committed', version = version + 1 "
-            "WHERE run_id = $1 AND operation_id = $2 AND state = 'absent'");
-  c.prepare("insert_outbox",
+            "WHERE run_id = $1 AND operation_id = $2 AND state = 'absent' RETURNING run_id, operation_id) "
             "INSERT INTO skewbench.outbox (run_id, operation_id, idempotency_key, ttl_s, status) "
-            "VALUES ($1, $2, $3, $4, 'pending')");
+            "SELECT run_id, operation_id, $3::text, $4::bigint, 'pending' FROM committed");
   c.prepare("record_attempt",
             "UPDATE skewbench.outbox SET delivery_attempts = delivery_attempts + 1, "
             "key_created_at_s = COALESCE(key_created_at_s, $3::bigint), "
@@ -323,49 +325,34 @@ void PgOutbox::prepare_statements() {
 PgOutbox::~PgOutbox() = default;
 
 void PgOutbox::declare_operation(const std::string& operation_id, std::int64_t business_version) {
-  write_transaction("declare_operation", [&](pqxx::work& tx) {
-    require_one_row(exec_counted(tx, "declare_operation", run_id_, operation_id, business_version), "declare_operation",
-                    operation_id);
-  });
+  write_statement("declare_operation", "declare_operation", operation_id, business_version);
 }
 
 void PgOutbox::commit_operation(const std::string& operation_id, const std::string& idempotency_key,
                                 std::int64_t ttl_s) {
-  write_transaction("commit_operation", [&](pqxx::work& tx) {
-    require_one_row(exec_counted(tx, "commit_business", run_id_, operation_id), "commit_business", operation_id);
-    require_one_row(exec_counted(tx, "insert_outbox", run_id_, operation_id, idempotency_key, ttl_s), "insert_outbox",
-                    operation_id);
-  });
+  write_statement("commit_operation", "commit_business", operation_id, idempotency_key, ttl_s);
 }
 
 void PgOutbox::record_attempt(const std::string& operation_id, std::int64_t logical_time_s) {
-  write_transaction("record_attempt", [&](pqxx::work& tx) {
-    require_one_row(exec_counted(tx, "record_attempt", run_id_, operation_id, logical_time_s), "record_attempt",
-                    operation_id);
-  });
+  write_statement("record_attempt", "record_attempt", operation_id, logical_time_s);
 }
 
 void PgOutbox::record_outcome(const std::string& operation_id, TransportOutcome outcome, bool delivered,
                               std::int64_t logical_time_s) {
-  write_transaction("record_outcome", [&](pqxx::work& tx) {
-    require_one_row(exec_counted(tx, "record_outcome", run_id_, operation_id, std::string(to_string(outcome)),
-                                 delivered, logical_time_s),
-                    "record_outcome", operation_id);
-  });
+  write_statement("record_outcome", "record_outcome", operation_id, std::string(to_string(outcome)), delivered,
+                  logical_time_s);
 }
 
 void PgOutbox::mark_delivered(const std::string& operation_id, std::int64_t logical_time_s) {
-  write_transaction("mark_delivered", [&](pqxx::work& tx) {
-    require_one_row(exec_counted(tx, "mark_delivered", run_id_, operation_id, logical_time_s), "mark_delivered",
-                    operation_id);
-  });
+  write_statement("mark_delivered", "mark_delivered", operation_id, logical_time_s);
 }
 
 OutboxRow PgOutbox::read(const std::string& operation_id) {
   // One statement, one round trip: no BEGIN/COMMIT around a single read.
   return bounded("read", [&] {
     pqxx::nontransaction tx(connection_->pq);
-    const auto r = exec_counted(tx, "read_outbox", run_id_, operation_id);
+    ++wire_.round_trips;
+    const auto r = pq::exec_prepared(tx, "read_outbox", run_id_, operation_id);
     if (r.size() != 1) throw InfrastructureError("outbox: no business operation " + operation_id);
     const auto row = r[0];
     OutboxRow out;

@@ -45,10 +45,12 @@ class PgOutbox final : public OutboxApi {
   const PostgresInfo& info() const { return info_; }
 
   // What the outbox calls above have sent PostgreSQL since this object was
-  // made: wire round trips (each BEGIN, statement and COMMIT), and of those the
-  // ones that commit, which wait for the WAL flush. Connecting and the schema
-  // check are not counted; nor is the one extra round trip that prepares a
-  // statement on its first use on a connection (libpqxx 6.4 prepares lazily).
+  // made: wire round trips, and of those the ones that commit, which wait for
+  // the WAL flush. Each call is one statement sent on its own: a write is one
+  // round trip that commits (autocommit), a read one that does not.
+  // Connecting and the schema check are not counted; nor is the one extra
+  // round trip that prepares a statement on its first use on a connection
+  // (libpqxx 6.4 prepares lazily).
   struct WireCount {
     std::uint64_t round_trips = 0;
     std::uint64_t commits = 0;
@@ -61,11 +63,10 @@ class PgOutbox final : public OutboxApi {
 
   template <typename F>
   auto in_transaction(const char* what, F&& body);
-  template <typename F>
-  void write_transaction(const char* what, F&& body);
-  // Runs a prepared statement and counts its round trip.
-  template <typename Transaction, typename... Args>
-  auto exec_counted(Transaction& tx, const char* statement, Args&&... args);
+  // Sends one prepared statement ($1 run id, $2 operation id, then args) on
+  // its own, autocommit, and requires it to change exactly one row.
+  template <typename... Args>
+  void write_statement(const char* what, const char* statement, const std::string& operation_id, Args&&... args);
   void connect();
   bool schema_is_current();
   void create_schema();
