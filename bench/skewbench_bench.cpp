@@ -250,6 +250,17 @@ Floor measure_floor(const std::string& database_url, const std::string& remote_u
           .http_post = http_post.mean()};
 }
 
+// What the outbox adapter adds to a bare round trip: its read (one prepared
+// statement, under the client-side deadline) next to the floor's.
+void measure_adapter_read(infra::PgOutbox& outbox, int n) {
+  const auto operation_id = "bench-adapter-" + runner::new_run_id();
+  outbox.declare_operation(operation_id, 1);
+  outbox.read(operation_id);  // prepares the statement on this connection
+  const auto read = measure(n, [&](int) { outbox.read(operation_id); });
+  std::printf("  %-54s %9.1f %10.1f %10.1f\n", "outbox read through PgOutbox (one round trip)", read.mean(),
+              read.median(), read.p99());
+}
+
 // The scenarios a run against external services can run: those that neither
 // restart nor pause a service.
 std::vector<scenario::Scenario> external_service_scenarios(const std::string& scenario_dir) {
@@ -539,6 +550,7 @@ int main(int argc, char** argv) {
     if (build_info::kIsDebugBuild)
       std::printf("***WARNING*** harness built as Debug: figures are not representative\n");
     const auto floor = measure_floor(stack.database_url(), stack.remote_url(), floor_iterations);
+    measure_adapter_read(outbox, floor_iterations);
     const std::string scenario_dir = std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios";
     bench_process(skewbench_bin, scenario_dir, stack, process_runs);
     bench_scenarios(scenario_dir, remote, outbox, repeats, floor);

@@ -2,6 +2,11 @@
 // statement sent on its own, and the single-statement commit keeps the
 // business commit and its outbox row together or leaves neither.
 
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -97,4 +102,41 @@ TEST_CASE("a commit whose outbox row cannot be inserted leaves the business oper
   // The connection is usable after the failed statement.
   outbox.commit_operation("op-clash", run_id + ".own-key", 60);
   CHECK(outbox.read("op-clash").business_state == "committed");
+}
+
+namespace {
+
+// The server and every backend it forked, stopped (SIGSTOP) or resumed.
+void signal_cluster(int signal) {
+  const pid_t server = cluster().pid();
+  ::kill(server, signal);
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string pid, name, state;
+    pid_t parent = 0;
+    // /proc/PID/stat: pid (comm) state ppid ...; a backend's comm has no spaces.
+    if (stat >> pid >> name >> state >> parent && parent == server) ::kill(std::stoi(pid), signal);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a database that stops answering mid-call fails with the client-side deadline, after many calls too") {
+  infra::PgOutbox outbox(cluster().url(), runner::new_run_id(), {.timeout_s = 1});
+  outbox.declare_operation("op-stopped", 1);
+  // Many short calls first: the deadline was armed and disarmed each time.
+  for (int i = 0; i < 50; ++i) outbox.read("op-stopped");
+  signal_cluster(SIGSTOP);
+  const auto started = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(outbox.record_attempt("op-stopped", 5),
+                    Equals("PostgreSQL did not answer record_attempt within 2 s (--db-timeout + 1 s); the connection "
+                           "was closed"));
+  const auto waited = std::chrono::steady_clock::now() - started;
+  signal_cluster(SIGCONT);
+  CHECK(waited >= std::chrono::seconds(2));
+  CHECK(waited < std::chrono::seconds(4));
+  // The statement sent may still run when the server resumes: its answer was
+  // lost, not necessarily its effect. The connection is new and usable.
+  outbox.reconnect();
+  CHECK(outbox.read("op-stopped").delivery_attempts <= 1);
 }

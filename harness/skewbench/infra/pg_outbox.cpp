@@ -118,7 +118,10 @@ struct PgOutbox::Connection {
 
 // One helper thread per connection. While armed it waits for the deadline;
 // when the deadline passes first it shuts the socket down, which ends libpq's
-// blocked read with an error instead of waiting forever.
+// blocked read with an error instead of waiting forever. Arming and disarming
+// wake the thread only when it sleeps with no deadline: otherwise it wakes at
+// the deadline it last saw, never later than a newer one, and looks again, so
+// a call that takes a millisecond costs no thread switch.
 class PgOutbox::Deadline {
  public:
   Deadline() : thread_([this] { watch(); }) {}
@@ -137,14 +140,13 @@ class PgOutbox::Deadline {
     until_ = std::chrono::steady_clock::now() + limit;
     armed_ = true;
     fired_ = false;
-    changed_.notify_all();
+    if (idle_) changed_.notify_all();
   }
 
   // Returns whether the deadline fired while armed.
   bool disarm() {
     std::lock_guard<std::mutex> lock(mutex_);
     armed_ = false;
-    changed_.notify_all();
     return fired_;
   }
 
@@ -153,7 +155,9 @@ class PgOutbox::Deadline {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!quit_) {
       if (!armed_) {
+        idle_ = true;
         changed_.wait(lock);
+        idle_ = false;
       } else if (std::chrono::steady_clock::now() >= until_) {
         ::shutdown(socket_fd_, SHUT_RDWR);
         fired_ = true;
@@ -169,6 +173,7 @@ class PgOutbox::Deadline {
   bool quit_ = false;
   bool armed_ = false;
   bool fired_ = false;
+  bool idle_ = false;  // waiting with no deadline: arm() must wake it
   int socket_fd_ = -1;
   std::chrono::steady_clock::time_point until_;
   std::thread thread_;
