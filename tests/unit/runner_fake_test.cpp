@@ -87,19 +87,49 @@ TEST_CASE("an infrastructure failure is verdict ERROR and no check passes") {
   for (const auto& c : result.checks) CHECK_FALSE(c.pass);
 }
 
+// A timeline of one recovery step that decided `recovery`.
+std::vector<runner::StepRecord> one_recovery(steps::RecoveryResult recovery) {
+  steps::StepOutcome outcome;
+  outcome.recovery = recovery;
+  return {runner::StepRecord{.index = 0,
+                             .kind = "recover",
+                             .role = steps::StepRole::Recovery,
+                             .node = "node-a",
+                             .at_s = 0,
+                             .reference_time_s = 0,
+                             .parameters = json::object(),
+                             .outcome = outcome,
+                             .duration_us = 0}};
+}
+
 TEST_CASE("verdicts are computed from the closing measurement") {
-  const json no_refusal = json::array();
+  const std::vector<runner::StepRecord> no_refusal;
+  const json delivered_once = {{"effect_count", 1}, {"outbox_status", "delivered"}};
   CHECK(runner::compute_verdict({{"effect_count", 2}, {"outbox_status", "delivered"}}, no_refusal) ==
         runner::Verdict::Conflict);
-  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "delivered"}}, no_refusal) ==
-        runner::Verdict::Safe);
+  CHECK(runner::compute_verdict(delivered_once, no_refusal) == runner::Verdict::Safe);
   CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "pending"}}, no_refusal) ==
         runner::Verdict::Held);
   CHECK(runner::compute_verdict({{"effect_count", 0}, {"outbox_status", "pending"}}, no_refusal) ==
         runner::Verdict::Held);
-  const json refused = json::array({{{"kind", "recover"}, {"observed", {{"temporal_state", "TIME_UNKNOWN"}}}}});
-  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "delivered"}}, refused) ==
-        runner::Verdict::Held);
+  using policy::Decision;
+  using policy::ReconcileAction;
+  using policy::TemporalState;
+  const steps::RecoveryResult time_unknown{.temporal_state = TemporalState::TimeUnknown,
+                                           .decision = Decision::ReconcileFirst,
+                                           .reconcile_action = ReconcileAction::CompleteWithoutReplay,
+                                           .replayed = false};
+  const steps::RecoveryResult escalated{.temporal_state = TemporalState::Expired,
+                                        .decision = Decision::ReconcileFirst,
+                                        .reconcile_action = ReconcileAction::HoldAndEscalate,
+                                        .replayed = false};
+  const steps::RecoveryResult reconciled{.temporal_state = TemporalState::Expired,
+                                         .decision = Decision::ReconcileFirst,
+                                         .reconcile_action = ReconcileAction::CompleteWithoutReplay,
+                                         .replayed = false};
+  CHECK(runner::compute_verdict(delivered_once, one_recovery(time_unknown)) == runner::Verdict::Held);
+  CHECK(runner::compute_verdict(delivered_once, one_recovery(escalated)) == runner::Verdict::Held);
+  CHECK(runner::compute_verdict(delivered_once, one_recovery(reconciled)) == runner::Verdict::Safe);
   CHECK(runner::compute_verdict(nullptr, no_refusal) == runner::Verdict::Error);
 }
 

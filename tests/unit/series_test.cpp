@@ -30,7 +30,7 @@ runner::ScenarioResult run_with_fakes(const scenario::Scenario& s) {
   return run_on(remote, s);
 }
 
-const json& observed(const runner::ScenarioResult& r, std::size_t step) { return r.timeline.at(step).at("observed"); }
+const json& observed(const runner::ScenarioResult& r, std::size_t step) { return *r.timeline.at(step).observed(); }
 
 // The first POST reaches the remote's request log, but the remote fails
 // before it applies the effect and the caller sees no answer: the status stays
@@ -117,8 +117,8 @@ TEST_CASE("new_key_per_attempt mints <prefix>:attempt:N and the remote applies t
   CHECK(observed(r, 2)["idempotency_key"] == "http-unsafe:attempt:2");
   CHECK(observed(r, 2)["delivery"] == "applied");
   // On the wire both keys stay namespaced by the run id, and differ.
-  const auto wire_1 = r.timeline[1]["exchanges"][0]["request"]["headers"]["Idempotency-Key"];
-  const auto wire_2 = r.timeline[2]["exchanges"][0]["request"]["headers"]["Idempotency-Key"];
+  const auto wire_1 = r.timeline[1].outcome->exchanges[0]["request"]["headers"]["Idempotency-Key"];
+  const auto wire_2 = r.timeline[2].outcome->exchanges[0]["request"]["headers"]["Idempotency-Key"];
   CHECK(wire_1 == r.idempotency_key + ":attempt:1");
   CHECK(wire_2 == r.idempotency_key + ":attempt:2");
   CHECK(r.verdict == runner::Verdict::Conflict);
@@ -131,7 +131,7 @@ TEST_CASE("the stable key is reused on every attempt and named <operation>:effec
   CHECK(r.stable_key_name == "http-safe-redelivery-op:effect:v1");
   CHECK(observed(r, 3)["idempotency_key"] == "http-safe-redelivery-op:effect:v1");
   CHECK(observed(r, 3)["delivery"] == "deduplicated");
-  CHECK(r.timeline[3]["exchanges"][0]["request"]["headers"]["Idempotency-Key"] == r.idempotency_key);
+  CHECK(r.timeline[3].outcome->exchanges[0]["request"]["headers"]["Idempotency-Key"] == r.idempotency_key);
   CHECK(r.verdict == runner::Verdict::Safe);
   CHECK(r.pass);
 }
@@ -192,7 +192,7 @@ TEST_CASE("a node's watermark is the largest time it has read, across a rollback
   const auto s = shipped("019-watermark.json");
   const auto r = run_with_fakes(s);
   REQUIRE(r.error == std::nullopt);
-  const auto& recovery = r.timeline.back()["observed"];
+  const auto& recovery = *r.timeline.back().observed();
   CHECK(recovery["watermark_s"] == 10'000'070);
   CHECK(recovery["reading_s"] == 10'000'050);
   CHECK(recovery["decision_time_s"] == 10'000'070);
@@ -208,8 +208,8 @@ TEST_CASE("gc removes the expired record and advances the epoch; the fenced repl
   REQUIRE(r.error == std::nullopt);
   json gc, recovery;
   for (const auto& rec : r.timeline) {
-    if (rec["kind"] == "gc") gc = rec["observed"];
-    if (rec["kind"] == "recover") recovery = rec["observed"];
+    if (rec.kind == "gc") gc = *rec.observed();
+    if (rec.role == steps::StepRole::Recovery) recovery = *rec.observed();
   }
   CHECK(gc["removed_records"] == 1);
   CHECK(gc["temporal_epoch_after"] == gc["temporal_epoch_before"].get<int>() + 1);

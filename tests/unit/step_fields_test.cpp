@@ -74,11 +74,14 @@ void check_fields(const runner::ScenarioResult& result, FieldsSeen& seen) {
   const auto& registry = steps::builtin_steps();
   REQUIRE_FALSE(result.error.has_value());
   for (const auto& record : result.timeline) {
-    const auto kind = record.at("kind").get<std::string>();
+    const auto& kind = record.kind;
     const auto* registered = registry.find(kind);
     REQUIRE(registered != nullptr);
+    REQUIRE(record.outcome.has_value());
+    // A typed recovery result comes from, and only from, a recovery step.
+    CHECK((record.role == steps::StepRole::Recovery) == record.outcome->recovery.has_value());
     auto& fields = seen[kind];
-    for (const auto& [field, value] : record.at("observed").items()) {
+    for (const auto& [field, value] : record.outcome->observed.items()) {
       fields.insert(field);
       INFO(result.scenario_id << ": " << kind << "." << field << " = " << value.dump());
       const auto it = registered->observed.find(field);

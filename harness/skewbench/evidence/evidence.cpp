@@ -31,6 +31,17 @@ json core_step(const json& record) {
           {"observed", record.value("observed", json(nullptr))}};
 }
 
+// The same fields, from the record as the run holds it.
+json core_step(const runner::StepRecord& record) {
+  const auto* observed = record.observed();
+  return {{"index", record.index},
+          {"kind", record.kind},
+          {"node", record.node ? json(*record.node) : json(nullptr)},
+          {"at_s", record.at_s},
+          {"parameters", record.parameters},
+          {"observed", observed ? *observed : json(nullptr)}};
+}
+
 }  // namespace
 
 json harness_json() {
@@ -93,8 +104,10 @@ json RunEnvironment::to_json() const {
 
 namespace {
 
-// The one definition of a scenario's core, from its parts as written.
-json core_of(const json& input, const json& timeline, const json& final_measurement, const json& checks,
+// The one definition of a scenario's core, from its parts as written (the
+// timeline as the evidence file holds it, or as the run does).
+template <typename Timeline>
+json core_of(const json& input, const Timeline& timeline, const json& final_measurement, const json& checks,
              const json& verdict, bool errored, const json& pass) {
   json steps = json::array();
   for (const auto& record : timeline) steps.push_back(core_step(record));
@@ -181,7 +194,7 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
                            {"policy", {{"name", r.policy}, {"parameters", s.policy->parameters()}}},
                            {"operation_id", r.operation_id},
                            {"idempotency_key", r.idempotency_key},
-                           {"timeline", r.timeline},
+                           {"timeline", runner::to_json(r.timeline)},
                            {"final", r.final_measurement},
                            {"checks", checks},
                            {"verdict", r.verdict},

@@ -32,12 +32,14 @@ struct SectionRun {
 
   bool ran() const { return scenario != nullptr && result != nullptr; }
   bool errored() const;  // ran, but ended in ERROR or without a closing measurement
-  // The first recover step's observation; null when no recover step ran.
+  // The first recovery's observation; null when no recovery step ran.
   const nlohmann::json* recovery() const;
-  // The recover step's timeline record (its node and at_s); null when none.
-  const nlohmann::json* recovery_step() const;
-  // observe steps before the first recovery: node, logical time, what the
-  // remote reported and how the node classified the record.
+  // The first recovery's timeline record (its node and at_s); null when none.
+  const runner::StepRecord* recovery_step() const;
+  // The observation steps before the first recovery that observed, in order.
+  std::vector<const runner::StepRecord*> observations_before_recovery_steps() const;
+  // Those observations as published: node, logical time, what the remote
+  // reported and how the node classified the record.
   nlohmann::json observations_before_recovery() const;
   // The last observation `node_id` made before the first recovery; null when none.
   const nlohmann::json* observation_by(const std::string& node_id) const;

@@ -24,46 +24,42 @@ json final_field(const SectionRun& run, const char* name) { return field_of(&run
 
 json recovery_field(const SectionRun& run, const char* name) { return field_of(run.recovery(), name); }
 
-// The n-th (0-based) timeline record of a kind; null when there is none.
-const json* step_of(const SectionRun& run, const char* kind, std::size_t n = 0) {
+// The n-th (0-based) timeline record of a kind that observed; null when there
+// is none. A published field that reports one kind's observation reads it here.
+const runner::StepRecord* step_of(const SectionRun& run, const char* kind, std::size_t n = 0) {
   if (!run.ran()) return nullptr;
   for (const auto& record : run.result->timeline) {
-    if (record["kind"] == kind && record.contains("observed") && n-- == 0) return &record;
+    if (record.kind == kind && record.outcome && n-- == 0) return &record;
   }
   return nullptr;
 }
 
 json observed_in(const SectionRun& run, const char* kind, const char* name, std::size_t n = 0) {
   const auto* step = step_of(run, kind, n);
-  return step ? field_of(&(*step)["observed"], name) : json(nullptr);
+  return step ? field_of(step->observed(), name) : json(nullptr);
 }
 
-// Every observe step, in order (also after a recovery).
+// Every observation, in order (also after a recovery).
 std::vector<const json*> observations(const SectionRun& run) {
   std::vector<const json*> out;
   if (!run.ran()) return out;
   for (const auto& record : run.result->timeline) {
-    if (record["kind"] == "observe" && record.contains("observed")) out.push_back(&record["observed"]);
+    if (record.role == steps::StepRole::Observation && record.outcome) out.push_back(record.observed());
   }
   return out;
 }
 
-// The last observe step before the first recovery.
+// The last observation before the first recovery.
 const json* last_observation_before_recovery(const SectionRun& run) {
-  const json* last = nullptr;
-  if (!run.ran()) return last;
-  for (const auto& record : run.result->timeline) {
-    if (record["kind"] == "recover") break;
-    if (record["kind"] == "observe" && record.contains("observed")) last = &record["observed"];
-  }
-  return last;
+  const auto steps = run.observations_before_recovery_steps();
+  return steps.empty() ? nullptr : steps.back()->observed();
 }
 
 // The recovery's exchange of a method (POST: its replay; GET: its reconcile).
 const json* recovery_exchange(const SectionRun& run, const char* method) {
   const auto* step = run.recovery_step();
-  if (!step || !step->contains("exchanges")) return nullptr;
-  for (const auto& ex : (*step)["exchanges"]) {
+  if (!step) return nullptr;
+  for (const auto& ex : step->outcome->exchanges) {
     if (ex["request"]["method"] == method) return &ex;
   }
   return nullptr;
@@ -367,7 +363,7 @@ json recovery_window(const SectionRun& run) {
   const auto* post = step_of(run, "post_effect");
   const auto* recover = run.recovery_step();
   if (!post || !recover) return nullptr;
-  return (*recover)["at_s"].get<std::int64_t>() - (*post)["at_s"].get<std::int64_t>();
+  return recover->at_s - post->at_s;
 }
 
 const SectionRun& first_ran(const SectionRuns& runs, std::initializer_list<const char*> names) {

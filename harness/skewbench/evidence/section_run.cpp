@@ -11,27 +11,34 @@ bool SectionRun::errored() const {
   return ran() && (result->error.has_value() || !result->final_measurement.is_object());
 }
 
-const json* SectionRun::recovery_step() const {
+const runner::StepRecord* SectionRun::recovery_step() const {
   if (!ran()) return nullptr;
   for (const auto& record : result->timeline) {
-    if (record["kind"] == "recover" && record.contains("observed")) return &record;
+    if (record.role == steps::StepRole::Recovery && record.outcome) return &record;
   }
   return nullptr;
 }
 
 const json* SectionRun::recovery() const {
   const auto* step = recovery_step();
-  return step ? &(*step)["observed"] : nullptr;
+  return step ? step->observed() : nullptr;
+}
+
+std::vector<const runner::StepRecord*> SectionRun::observations_before_recovery_steps() const {
+  std::vector<const runner::StepRecord*> out;
+  if (!ran()) return out;
+  for (const auto& record : result->timeline) {
+    if (record.role == steps::StepRole::Recovery) break;
+    if (record.role == steps::StepRole::Observation && record.outcome) out.push_back(&record);
+  }
+  return out;
 }
 
 json SectionRun::observations_before_recovery() const {
   json out = json::array();
-  if (!ran()) return out;
-  for (const auto& record : result->timeline) {
-    if (record["kind"] == "recover") break;
-    if (record["kind"] != "observe" || !record.contains("observed")) continue;
-    const auto& o = record["observed"];
-    out.push_back({{"node", record["node"]},
+  for (const auto* record : observations_before_recovery_steps()) {
+    const auto& o = *record->observed();
+    out.push_back({{"node", record->node ? json(*record->node) : json(nullptr)},
                    {"logical_time", o["logical_time_s"]},
                    {"active_idempotency_records", o["active_idempotency_records"]},
                    {"effect_count", o["effect_count"]},
@@ -41,13 +48,9 @@ json SectionRun::observations_before_recovery() const {
 }
 
 const json* SectionRun::observation_by(const std::string& node_id) const {
-  if (!ran()) return nullptr;
   const json* last = nullptr;
-  for (const auto& record : result->timeline) {
-    if (record["kind"] == "recover") break;
-    if (record["kind"] == "observe" && record["node"] == node_id && record.contains("observed")) {
-      last = &record["observed"];
-    }
+  for (const auto* record : observations_before_recovery_steps()) {
+    if (record->node == node_id) last = record->observed();
   }
   return last;
 }
@@ -60,20 +63,19 @@ std::optional<std::string> SectionRun::node_id(std::size_t index) const {
 json SectionRun::node_reading_at_recovery(std::size_t node_index) const {
   const auto node = node_id(node_index);
   const auto* step = recovery_step();
-  if (!node || !step || !(*step)["at_s"].is_number_integer()) return nullptr;
-  const auto at_s = (*step)["at_s"].get<std::int64_t>();
+  if (!node || !step) return nullptr;
+  const auto at_s = step->at_s;
   // What the node itself read at that moment, when it observed then.
   for (const auto& record : result->timeline) {
-    if (record["kind"] == "observe" && record["node"] == *node && record["at_s"] == at_s &&
-        record.contains("observed")) {
-      return record["observed"]["logical_time_s"];
+    if (record.role == steps::StepRole::Observation && record.node == *node && record.at_s == at_s && record.outcome) {
+      return record.outcome->observed["logical_time_s"];
     }
   }
   // Otherwise its clock: the declared offset, as last set before that moment.
   auto offset_s = scenario->nodes[node_index].offset_s;
   for (const auto& record : result->timeline) {
-    if (record["kind"] == "set_clock_offset" && record["node"] == *node && record["at_s"] <= at_s) {
-      offset_s = record["parameters"]["offset_s"].get<std::int64_t>();
+    if (record.role == steps::StepRole::ClockChange && record.node == *node && record.at_s <= at_s) {
+      offset_s = record.parameters["offset_s"].get<std::int64_t>();
     }
   }
   return scenario->t0_s + at_s + offset_s;
@@ -88,8 +90,8 @@ std::vector<std::string> SectionRun::post_keys() const {
   std::vector<std::string> keys;
   if (!ran()) return keys;
   for (const auto& record : result->timeline) {
-    if (!record.contains("exchanges")) continue;
-    for (const auto& ex : record["exchanges"]) {
+    if (!record.outcome) continue;
+    for (const auto& ex : record.outcome->exchanges) {
       const auto& request = ex["request"];
       if (request["method"] != "POST" || request.value("path", "") != "/effects") continue;
       keys.push_back(request["headers"].value("Idempotency-Key", ""));

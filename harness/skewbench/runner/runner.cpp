@@ -14,12 +14,9 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const json* last_recover_observation(const json& timeline) {
-  const json* found = nullptr;
-  for (const auto& record : timeline) {
-    if (record.value("kind", "") == "recover" && record.contains("observed")) found = &record["observed"];
-  }
-  return found;
+template <typename T>
+json optional_name(const std::optional<T>& value) {
+  return value ? json(policy::to_string(*value)) : json(nullptr);
 }
 
 // The closing measurement, read back from the remote's own state and from the
@@ -52,26 +49,52 @@ json measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const ste
 
 }  // namespace
 
+json to_json(const StepRecord& record) {
+  json out = {{"index", record.index},
+              {"kind", record.kind},
+              {"node", record.node ? json(*record.node) : json(nullptr)},
+              {"at_s", record.at_s},
+              {"reference_time_s", record.reference_time_s},
+              {"parameters", record.parameters},
+              {"duration_us", record.duration_us}};
+  if (record.outcome) {
+    out["observed"] = record.outcome->observed;
+    out["exchanges"] = record.outcome->exchanges;
+  }
+  return out;
+}
+
+json to_json(const std::vector<StepRecord>& timeline) {
+  json out = json::array();
+  for (const auto& record : timeline) out.push_back(to_json(record));
+  return out;
+}
+
+const steps::RecoveryResult* ScenarioResult::last_recovery() const {
+  const steps::RecoveryResult* found = nullptr;
+  for (const auto& record : timeline) {
+    if (const auto* recovery = record.recovery()) found = recovery;
+  }
+  return found;
+}
+
 json ScenarioResult::temporal_state() const {
-  const auto* o = last_recover_observation(timeline);
-  return o ? o->value("temporal_state", json(nullptr)) : json(nullptr);
+  const auto* recovery = last_recovery();
+  return recovery ? optional_name(recovery->temporal_state) : json(nullptr);
 }
 
 json ScenarioResult::decision() const {
-  const auto* o = last_recover_observation(timeline);
-  return o ? o->value("decision", json(nullptr)) : json(nullptr);
+  const auto* recovery = last_recovery();
+  return recovery ? optional_name(recovery->decision) : json(nullptr);
 }
 
-Verdict compute_verdict(const json& final_measurement, const json& timeline) {
+Verdict compute_verdict(const json& final_measurement, const std::vector<StepRecord>& timeline) {
   if (!final_measurement.is_object()) return Verdict::Error;
   const auto effects = final_measurement.at("effect_count").get<std::int64_t>();
   if (effects >= 2) return Verdict::Conflict;
   bool refused = false;
   for (const auto& record : timeline) {
-    if (record.value("kind", "") != "recover" || !record.contains("observed")) continue;
-    const auto& o = record["observed"];
-    if (o.value("temporal_state", json(nullptr)) == "TIME_UNKNOWN") refused = true;
-    if (o.value("reconcile_action", json(nullptr)) == "HOLD_AND_ESCALATE") refused = true;
+    if (const auto* recovery = record.recovery()) refused = refused || recovery->refused();
   }
   if (effects == 1 && final_measurement.at("outbox_status") == "delivered" && !refused) return Verdict::Safe;
   return Verdict::Held;
@@ -114,20 +137,21 @@ ScenarioResult new_result(const scenario::Scenario& s, const std::string& run_id
 // Runs one step and appends its record to the timeline, also when it throws.
 void run_step(const scenario::Scenario& s, std::size_t i, steps::StepContext& context, ScenarioResult& result) {
   const auto& step = *s.steps[i].step;
-  json record = {{"index", i},
-                 {"kind", step.kind()},
-                 {"node", step.node() ? json(*step.node()) : json(nullptr)},
-                 {"at_s", step.at_s()},
-                 {"reference_time_s", context.reference_time(step.at_s())},
-                 {"parameters", step.parameters()}};
+  StepRecord record{.index = i,
+                    .kind = std::string(step.kind()),
+                    .role = step.role(),
+                    .node = step.node(),
+                    .at_s = step.at_s(),
+                    .reference_time_s = context.reference_time(step.at_s()),
+                    .parameters = step.parameters(),
+                    .outcome = std::nullopt,
+                    .duration_us = 0};
   const auto step_started = Clock::now();
   try {
-    auto outcome = step.execute(context);
-    record["observed"] = std::move(outcome.observed);
-    record["exchanges"] = std::move(outcome.exchanges);
-    record["duration_us"] = micros_since(step_started);
+    record.outcome = step.execute(context);
+    record.duration_us = micros_since(step_started);
   } catch (...) {
-    record["duration_us"] = micros_since(step_started);
+    record.duration_us = micros_since(step_started);
     result.timeline.push_back(std::move(record));
     throw;
   }
@@ -144,8 +168,7 @@ CheckResult check_expectation(const scenario::Expectation& expectation, const Sc
   if (expectation.step_index < 0) {
     if (result.final_measurement.is_object()) source = &result.final_measurement;
   } else if (static_cast<std::size_t>(expectation.step_index) < result.timeline.size()) {
-    const auto& record = result.timeline[static_cast<std::size_t>(expectation.step_index)];
-    if (record.contains("observed")) source = &record["observed"];
+    source = result.timeline[static_cast<std::size_t>(expectation.step_index)].observed();
   }
   if (source && source->contains(expectation.field)) {
     check.measured = true;

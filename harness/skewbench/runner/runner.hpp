@@ -30,22 +30,48 @@ struct CheckResult {
   bool pass = false;
 };
 
+// One executed step, as the timeline holds it. `outcome` is empty when the
+// step threw (an infrastructure fault): the step then observed nothing.
+struct StepRecord {
+  std::size_t index = 0;
+  std::string kind;
+  steps::StepRole role = steps::StepRole::Setup;
+  std::optional<std::string> node;
+  time::LogicalSeconds at_s = 0;
+  time::LogicalSeconds reference_time_s = 0;
+  nlohmann::json parameters = nlohmann::json::object();
+  std::optional<steps::StepOutcome> outcome;
+  std::int64_t duration_us = 0;
+
+  // What the step observed; null when it threw.
+  const nlohmann::json* observed() const { return outcome ? &outcome->observed : nullptr; }
+  // What a recovery decided; null for other roles and when the step threw.
+  const steps::RecoveryResult* recovery() const { return outcome && outcome->recovery ? &*outcome->recovery : nullptr; }
+};
+
+// The record as the evidence's timeline writes it (without the role, which
+// the kind implies; without observed and exchanges when the step threw).
+nlohmann::json to_json(const StepRecord& record);
+nlohmann::json to_json(const std::vector<StepRecord>& timeline);
+
 struct ScenarioResult {
   std::string scenario_id;
   std::string policy;
-  std::string operation_id;                           // on the wire: namespaced by the run id
-  std::string idempotency_key;                        // the stable key on the wire
-  std::string operation_name;                         // as the scenario names it (published results show this)
-  std::string stable_key_name;                        // "<operation_name>:effect:v1"
-  nlohmann::json timeline = nlohmann::json::array();  // one record per executed step
-  nlohmann::json final_measurement;                   // null when never taken
+  std::string operation_id;          // on the wire: namespaced by the run id
+  std::string idempotency_key;       // the stable key on the wire
+  std::string operation_name;        // as the scenario names it (published results show this)
+  std::string stable_key_name;       // "<operation_name>:effect:v1"
+  std::vector<StepRecord> timeline;  // one record per executed step
+  nlohmann::json final_measurement;  // null when never taken
   std::vector<CheckResult> checks;
   Verdict verdict = Verdict::Error;
   std::optional<std::string> error;  // set when infrastructure failed
   bool pass = false;                 // every check passed and no error
   std::int64_t duration_us = 0;
 
-  // The last recover step's temporal state and decision (null when none).
+  // The last recovery's decision; null when no recovery ran to completion.
+  const steps::RecoveryResult* last_recovery() const;
+  // The last recovery's temporal state and decision as published (null when none).
   nlohmann::json temporal_state() const;
   nlohmann::json decision() const;
 };
@@ -54,7 +80,7 @@ struct ScenarioResult {
 // more effects; SAFE when it holds exactly one, the outbox says delivered and no
 // recovery had to refuse a time-based decision; HELD otherwise (recovery saw
 // TIME_UNKNOWN or escalated, or the effect is not in place).
-Verdict compute_verdict(const nlohmann::json& final_measurement, const nlohmann::json& timeline);
+Verdict compute_verdict(const nlohmann::json& final_measurement, const std::vector<StepRecord>& timeline);
 
 struct RunnerOptions {
   std::string run_id;

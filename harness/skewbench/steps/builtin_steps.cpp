@@ -92,6 +92,7 @@ class CommitOperationStep final : public Step {
  public:
   CommitOperationStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
   std::string_view kind() const override { return "commit_operation"; }
+  StepRole role() const override { return StepRole::Setup; }
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {
@@ -115,6 +116,7 @@ class PostEffectStep final : public Step {
   PostEffectStep(LogicalSeconds at_s, std::string node, bool drop_ack)
       : Step(at_s), node_(std::move(node)), drop_ack_(drop_ack) {}
   std::string_view kind() const override { return "post_effect"; }
+  StepRole role() const override { return StepRole::Delivery; }
   std::optional<std::string> node() const override { return node_; }
   json parameters() const override { return {{"drop_ack", drop_ack_}}; }
 
@@ -139,6 +141,7 @@ class ObserveStep final : public Step {
  public:
   ObserveStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
   std::string_view kind() const override { return "observe"; }
+  StepRole role() const override { return StepRole::Observation; }
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {
@@ -179,6 +182,7 @@ bool reconcile_with_remote(StepContext& ctx, LogicalSeconds time_s, StepOutcome&
   const auto action = policy::reconcile(snapshot.status);
   out.observed["reconciled_status"] = snapshot.status;
   out.observed["reconcile_action"] = policy::to_string(action);
+  out.recovery->reconcile_action = action;
   if (action == policy::ReconcileAction::CompleteWithoutReplay) ctx.outbox.mark_delivered(ctx.operation_id, time_s);
   return action == policy::ReconcileAction::ReplayAfterReconcile;
 }
@@ -191,6 +195,7 @@ void replay_delivery(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) 
   if (ctx.bound_temporal_epoch) o["bound_temporal_epoch"] = *ctx.bound_temporal_epoch;
   auto delivered = deliver(ctx, time_s, false, out, ctx.bound_temporal_epoch);
   o["replayed"] = true;
+  out.recovery->replayed = true;
   o["transport_outcome"] = delivered["transport_outcome"];
   o["delivery"] = delivered["delivery"];
   if (delivered.contains("idempotency_key")) {
@@ -218,12 +223,14 @@ class RecoverStep final : public Step {
  public:
   RecoverStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
   std::string_view kind() const override { return "recover"; }
+  StepRole role() const override { return StepRole::Recovery; }
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {
     const auto reference = ctx.reference_time(at_s());
     const auto row = ctx.outbox.read(ctx.operation_id);
     StepOutcome out;
+    out.recovery.emplace();
     json& o = out.observed;
     o = {{"time_basis", nullptr},
          {"reading_s", nullptr},
@@ -255,12 +262,14 @@ class RecoverStep final : public Step {
       o["interval_upper_s"] = eval.interval->upper_s;
     }
     o["temporal_state"] = policy::to_string(eval.state);
+    out.recovery->temporal_state = eval.state;
     auto decision = eval.decision;
     if (decision == policy::Decision::ReplaySameKey &&
         ctx.operation.retry_identity == RetryIdentity::NewKeyPerAttempt) {
       decision = policy::Decision::ReplayNewKey;
     }
     o["decision"] = policy::to_string(decision);
+    out.recovery->decision = decision;
     for (const auto& [field, value] : eval.extra.items()) o[field] = value;
 
     bool replay = decision != policy::Decision::ReconcileFirst;
@@ -281,6 +290,7 @@ class SetClockOffsetStep final : public Step {
   SetClockOffsetStep(LogicalSeconds at_s, std::string node, LogicalSeconds offset_s)
       : Step(at_s), node_(std::move(node)), offset_s_(offset_s) {}
   std::string_view kind() const override { return "set_clock_offset"; }
+  StepRole role() const override { return StepRole::ClockChange; }
   std::optional<std::string> node() const override { return node_; }
   json parameters() const override { return {{"offset_s", offset_s_}}; }
 
@@ -304,6 +314,7 @@ class RestartRemoteStep final : public Step {
  public:
   explicit RestartRemoteStep(LogicalSeconds at_s) : Step(at_s) {}
   std::string_view kind() const override { return "restart_remote"; }
+  StepRole role() const override { return StepRole::Fault; }
 
   StepOutcome execute(StepContext& ctx) const override {
     if (ctx.remote_control == nullptr) {
@@ -336,6 +347,7 @@ class PauseRemoteStep final : public Step {
  public:
   PauseRemoteStep(LogicalSeconds at_s, std::int64_t duration_ms) : Step(at_s), duration_ms_(duration_ms) {}
   std::string_view kind() const override { return "pause_remote"; }
+  StepRole role() const override { return StepRole::Fault; }
   json parameters() const override { return {{"duration_ms", duration_ms_}}; }
 
   StepOutcome execute(StepContext& ctx) const override {
@@ -359,6 +371,7 @@ class RestartDatabaseStep final : public Step {
  public:
   RestartDatabaseStep(LogicalSeconds at_s, bool immediate) : Step(at_s), immediate_(immediate) {}
   std::string_view kind() const override { return "restart_database"; }
+  StepRole role() const override { return StepRole::Fault; }
   json parameters() const override { return {{"mode", immediate_ ? "immediate" : "fast"}}; }
 
   StepOutcome execute(StepContext& ctx) const override {

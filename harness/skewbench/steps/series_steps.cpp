@@ -66,6 +66,7 @@ class GcStep final : public Step {
  public:
   GcStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
   std::string_view kind() const override { return "gc"; }
+  StepRole role() const override { return StepRole::Maintenance; }
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {
@@ -92,6 +93,7 @@ class BindTemporalEpochStep final : public Step {
  public:
   BindTemporalEpochStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
   std::string_view kind() const override { return "bind_temporal_epoch"; }
+  StepRole role() const override { return StepRole::Maintenance; }
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {

@@ -118,12 +118,44 @@ struct StepContext {
   infra::RemoteSnapshot checked_snapshot(const nlohmann::json& body, const std::string& where) const;
 };
 
+// The part a step plays in a scenario. The runner and the evidence find a
+// scenario's recovery and its observations by role, never by a kind's name, so
+// a new kind that recovers or observes is read the same way.
+enum class StepRole {
+  Setup,        // commits the business operation and its outbox row
+  Delivery,     // sends the effect
+  Observation,  // a node reads the remote's state at its own clock
+  Recovery,     // recovers a delivery whose acknowledgement was lost
+  ClockChange,  // moves a node's clock
+  Fault,        // restarts or hangs a service
+  Maintenance,  // acts on the remote's records (expiry cleanup, epoch binding)
+};
+
+// What a recovery decided, typed: the verdict reads this, never the observed
+// JSON. Empty fields were not reached (e.g. no reconcile when the policy
+// replayed at once; nothing at all when the operation was already delivered).
+struct RecoveryResult {
+  std::optional<policy::TemporalState> temporal_state;
+  std::optional<policy::Decision> decision;
+  std::optional<policy::ReconcileAction> reconcile_action;
+  bool replayed = false;
+
+  // The recovery declined a time-based decision: the state was TIME_UNKNOWN,
+  // or reconciliation held the operation and escalated.
+  bool refused() const {
+    return temporal_state == policy::TemporalState::TimeUnknown ||
+           reconcile_action == policy::ReconcileAction::HoldAndEscalate;
+  }
+};
+
 // What one step produced. `observed` holds the values expectations compare
 // against and is part of the deterministic core; `exchanges` holds the raw HTTP
-// traffic (with run-specific ids and timings) and is not.
+// traffic (with run-specific ids and timings) and is not. `recovery` is set by
+// steps of the Recovery role.
 struct StepOutcome {
   nlohmann::json observed = nlohmann::json::object();
   nlohmann::json exchanges = nlohmann::json::array();
+  std::optional<RecoveryResult> recovery;
 };
 
 class Step {
@@ -132,6 +164,7 @@ class Step {
   virtual ~Step() = default;
 
   virtual std::string_view kind() const = 0;
+  virtual StepRole role() const = 0;
   // The node that performs the step, if any.
   virtual std::optional<std::string> node() const { return std::nullopt; }
   // The step's own parameters (without kind, at_s, node, expect).
