@@ -65,22 +65,26 @@ void read_expectations(const json& expect, const std::string& path, const steps:
 }
 
 // Structural rules no single step can check: the operation is committed once,
-// before it is delivered, and recovery follows a delivery attempt.
+// before it is delivered, and recovery follows a delivery attempt. The rules
+// follow the steps' roles, so a new delivery or recovery kind obeys them too.
 void check_step_order(const std::vector<ScenarioStep>& steps_list) {
+  using steps::StepRole;
   bool committed = false;
   bool posted = false;
   for (std::size_t i = 0; i < steps_list.size(); ++i) {
-    const auto kind = steps_list[i].step->kind();
+    const auto& step = *steps_list[i].step;
+    const auto kind = std::string(step.kind());
+    const auto role = step.role();
     const auto path = index_path("$.steps", i) + ".kind";
-    if (kind == "commit_operation") {
+    if (role == StepRole::Setup) {
       if (committed) throw InputError(path, "the operation is already committed by an earlier step");
       committed = true;
     } else if (kind == "bind_temporal_epoch") {
-      if (!posted) throw InputError(path, "bind_temporal_epoch needs an earlier post_effect step");
-    } else if (kind == "post_effect" || kind == "recover") {
-      if (!committed) throw InputError(path, std::string(kind) + " needs an earlier commit_operation step");
-      if (kind == "recover" && !posted) throw InputError(path, "recover needs an earlier post_effect step");
-      posted = posted || kind == "post_effect";
+      if (!posted) throw InputError(path, kind + " needs an earlier post_effect step");
+    } else if (role == StepRole::Delivery || role == StepRole::Recovery) {
+      if (!committed) throw InputError(path, kind + " needs an earlier commit_operation step");
+      if (role == StepRole::Recovery && !posted) throw InputError(path, kind + " needs an earlier post_effect step");
+      posted = posted || role == StepRole::Delivery;
     }
   }
 }
