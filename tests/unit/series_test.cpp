@@ -3,6 +3,7 @@
 // cleanup and the temporal epoch fence.
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "policy/policy.hpp"
@@ -170,6 +171,31 @@ TEST_CASE("reconcile_first: anything else holds and escalates without a replay")
   CHECK(o["reconcile_action"] == "HOLD_AND_ESCALATE");
   CHECK(o["replayed"] == false);
   CHECK(r.final_measurement["post_requests"] == 2);
+}
+
+TEST_CASE("steps keep their order: one commit, before any delivery, and recovery after a delivery") {
+  struct Case {
+    std::vector<std::string> kinds;
+    std::string error;
+  };
+  const auto c = GENERATE(Case{{"commit_operation", "commit_operation", "post_effect", "recover"},
+                               "x.json: $.steps[1].kind: the operation is already committed by an earlier step"},
+                          Case{{"post_effect", "commit_operation", "recover"},
+                               "x.json: $.steps[0].kind: post_effect needs an earlier commit_operation step"},
+                          Case{{"recover", "commit_operation", "post_effect"},
+                               "x.json: $.steps[0].kind: recover needs an earlier commit_operation step"},
+                          Case{{"commit_operation", "recover", "post_effect"},
+                               "x.json: $.steps[1].kind: recover needs an earlier post_effect step"},
+                          Case{{"commit_operation", "observe", "post_effect", "observe", "recover"}, ""});
+  auto doc = reconcile_first_doc();
+  doc["steps"] = json::array();
+  for (const auto& kind : c.kinds) doc["steps"].push_back(json{{"kind", kind}, {"node", "w"}, {"at_s", 0}});
+  INFO(doc["steps"].dump());
+  if (c.error.empty()) {
+    CHECK_NOTHROW(scenario::parse_scenario(doc, "x.json"));
+  } else {
+    CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"), c.error);
+  }
 }
 
 TEST_CASE("scenario settings are validated with their JSON path") {
