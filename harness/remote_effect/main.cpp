@@ -99,6 +99,65 @@ int serve(const re::ServiceOptions& options) {
   return 0;
 }
 
+// What the command line says, before it becomes ServiceOptions.
+struct CommandLine {
+  re::ServiceOptions options;
+  std::string sync = "full";
+  std::string dedupe = "durable";
+  std::string state_db;
+  std::int64_t idle_timeout_s = 10;
+  std::int64_t header_timeout_s = 5;
+  std::int64_t body_timeout_s = 10;
+
+  re::ServiceOptions service_options() const {
+    auto out = options;
+    out.state_db = state_db;
+    out.sync = *re::parse_sync_mode(sync);
+    out.dedupe = *re::parse_dedupe_mode(dedupe);
+    out.connections.idle_timeout = std::chrono::seconds(idle_timeout_s);
+    out.connections.header_timeout = std::chrono::seconds(header_timeout_s);
+    out.connections.body_timeout = std::chrono::seconds(body_timeout_s);
+    return out;
+  }
+};
+
+void add_storage_options(CLI::App& app, CommandLine& cl) {
+  app.add_option("--host", cl.options.host, "Address to bind")->capture_default_str();
+  app.add_option("--port", cl.options.port, "TCP port; 0 binds any free port")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--state-db", cl.state_db, "SQLite state file (created if absent)")->envname("STATE_DB")->required();
+  app.add_option("--sync", cl.sync, "SQLite synchronous level: full (durable) or normal")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full", "normal"}));
+  app.add_option("--default-ttl-seconds", cl.options.default_ttl_s, "TTL of a key when X-Idempotency-TTL is absent")
+      ->envname("DEFAULT_TTL_SECONDS")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
+  app.add_option("--dedupe", cl.dedupe,
+                 "Where the key records live: durable (the SQLite file) or volatile (process memory, lost on restart)")
+      ->envname("IDEMPOTENCY_MODE")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"durable", "volatile"}));
+}
+
+void add_connection_options(CLI::App& app, CommandLine& cl) {
+  app.add_option("--max-connections", cl.options.connections.max_connections,
+                 "Open connections served at once (one thread each); more are answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+  app.add_option("--idle-timeout-seconds", cl.idle_timeout_s, "How long a connection may wait between requests")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
+  app.add_option("--header-timeout-seconds", cl.header_timeout_s,
+                 "How long the request line and headers may take to arrive, from their first byte")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
+  app.add_option("--body-timeout-seconds", cl.body_timeout_s, "How long a request body may take to arrive")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,46 +168,10 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   CLI::App app{"remote-effect: the HTTP effect service, durable in SQLite", "remote-effect"};
-  re::ServiceOptions options;
-  std::string sync = "full";
-  std::string dedupe = "durable";
-  std::string state_db;
-  std::int64_t idle_timeout_s = 10;
-  std::int64_t header_timeout_s = 5;
-  std::int64_t body_timeout_s = 10;
-  app.add_option("--host", options.host, "Address to bind")->capture_default_str();
-  app.add_option("--port", options.port, "TCP port; 0 binds any free port")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
-  app.add_option("--state-db", state_db, "SQLite state file (created if absent)")->envname("STATE_DB")->required();
-  app.add_option("--sync", sync, "SQLite synchronous level: full (durable) or normal")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"full", "normal"}));
-  app.add_option("--default-ttl-seconds", options.default_ttl_s, "TTL of a key when X-Idempotency-TTL is absent")
-      ->envname("DEFAULT_TTL_SECONDS")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
-  app.add_option("--dedupe", dedupe,
-                 "Where the key records live: durable (the SQLite file) or volatile (process memory, lost on restart)")
-      ->envname("IDEMPOTENCY_MODE")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"durable", "volatile"}));
-  app.add_option("--max-connections", options.connections.max_connections,
-                 "Open connections served at once (one thread each); more are answered 503 and closed")
-      ->capture_default_str()
-      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
-  app.add_option("--idle-timeout-seconds", idle_timeout_s, "How long a connection may wait between requests")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
-  app.add_option("--header-timeout-seconds", header_timeout_s,
-                 "How long the request line and headers may take to arrive, from their first byte")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
-  app.add_option("--body-timeout-seconds", body_timeout_s, "How long a request body may take to arrive")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}));
+  CommandLine cl;
+  add_storage_options(app, cl);
+  add_connection_options(app, cl);
   app.set_version_flag("--version", version_text());
-
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -156,19 +179,12 @@ int main(int argc, char** argv) {
     std::cerr << "remote-effect: " << e.what() << "\nRun remote-effect --help for usage." << std::endl;
     return kExitUsage;
   }
-  if (state_db.empty()) {
+  if (cl.state_db.empty()) {
     std::cerr << "remote-effect: --state-db (or STATE_DB) must name a file" << std::endl;
     return kExitUsage;
   }
-  options.state_db = state_db;
-  options.sync = *re::parse_sync_mode(sync);
-  options.dedupe = *re::parse_dedupe_mode(dedupe);
-  options.connections.idle_timeout = std::chrono::seconds(idle_timeout_s);
-  options.connections.header_timeout = std::chrono::seconds(header_timeout_s);
-  options.connections.body_timeout = std::chrono::seconds(body_timeout_s);
-
   try {
-    return serve(options);
+    return serve(cl.service_options());
   } catch (const std::exception& e) {
     std::cerr << "remote-effect: " << e.what() << std::endl;
     return kExitFailure;

@@ -199,6 +199,40 @@ nlohmann::json RequestError::to_json() const {
   return body;
 }
 
+namespace {
+
+// The POST's logical time, TTL (the default when absent) and the key's expiry.
+std::optional<RequestError> read_key_lifetime(const std::optional<std::string>& logical_time,
+                                              const std::optional<std::string>& ttl, std::int64_t default_ttl_s,
+                                              PostRequest& request) {
+  const auto now_s = logical_time ? parse_int64(*logical_time) : std::nullopt;
+  if (!now_s) {
+    return bad_request("invalid_or_missing_logical_time", std::string(kLogicalTimeHeader),
+                       "X-Logical-Time must be a base-10 int64 of logical seconds");
+  }
+  request.logical_time_s = *now_s;
+  if (ttl) {
+    const auto ttl_s = parse_int64(*ttl);
+    if (!ttl_s) {
+      return bad_request("invalid_ttl", std::string(kTtlHeader),
+                         "X-Idempotency-TTL must be a base-10 int64 of seconds");
+    }
+    request.ttl_s = *ttl_s;
+  } else {
+    request.ttl_s = default_ttl_s;
+  }
+  if (request.ttl_s <= 0) {
+    return bad_request("invalid_ttl", std::string(kTtlHeader), "the TTL must be positive");
+  }
+  if (request.logical_time_s > std::numeric_limits<std::int64_t>::max() - request.ttl_s) {
+    return bad_request("invalid_ttl", std::string(kTtlHeader), "logical time plus TTL overflows int64");
+  }
+  request.expires_at_s = request.logical_time_s + request.ttl_s;
+  return std::nullopt;
+}
+
+}  // namespace
+
 Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view body, std::int64_t default_ttl_s,
                                        std::string_view request_head) {
   static constexpr std::array kProtocolHeaders = {kOperationIdHeader,  kIdempotencyKeyHeader, kLogicalTimeHeader,
@@ -224,31 +258,7 @@ Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view 
   request.operation_id = *operation_id;
   request.idempotency_key = *key;
 
-  const auto now_s = logical_time ? parse_int64(*logical_time) : std::nullopt;
-  if (!now_s) {
-    return bad_request("invalid_or_missing_logical_time", std::string(kLogicalTimeHeader),
-                       "X-Logical-Time must be a base-10 int64 of logical seconds");
-  }
-  request.logical_time_s = *now_s;
-
-  if (ttl) {
-    const auto ttl_s = parse_int64(*ttl);
-    if (!ttl_s) {
-      return bad_request("invalid_ttl", std::string(kTtlHeader),
-                         "X-Idempotency-TTL must be a base-10 int64 of seconds");
-    }
-    request.ttl_s = *ttl_s;
-  } else {
-    request.ttl_s = default_ttl_s;
-  }
-  if (request.ttl_s <= 0) {
-    return bad_request("invalid_ttl", std::string(kTtlHeader), "the TTL must be positive");
-  }
-  if (request.logical_time_s > std::numeric_limits<std::int64_t>::max() - request.ttl_s) {
-    return bad_request("invalid_ttl", std::string(kTtlHeader), "logical time plus TTL overflows int64");
-  }
-  request.expires_at_s = request.logical_time_s + request.ttl_s;
-
+  if (auto error = read_key_lifetime(logical_time, ttl, default_ttl_s, request)) return *error;
   if (!drop_ack || *drop_ack == "0") {
     request.drop_ack = false;
   } else if (*drop_ack == "1") {

@@ -100,58 +100,16 @@ void install_signal_handlers() {
 
 bool stdout_wants_colour() { return evidence::colour_wanted(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")); }
 
-// --postgres-bin must name a directory with the server binaries.
-bool postgres_bin_is_usable(const ServiceArgs& services) {
-  if (!services.postgres_bin || infra::is_postgres_bindir(*services.postgres_bin)) return true;
-  std::cerr << "skewbench: --postgres-bin " << *services.postgres_bin
-            << ": not a directory holding initdb, pg_ctl and postgres\n";
-  return false;
-}
-
 bool service_options_are_usable(const ServiceArgs& services) {
-  if (!postgres_bin_is_usable(services)) return false;
-  if (!services.remote_url) {
-    // A remote-effect that cannot be found is known now, not after PostgreSQL started.
-    try {
-      runner::find_remote_effect_binary(services.remote_effect_binary);
-      return true;
-    } catch (const std::exception& e) {
-      std::cerr << "skewbench: " << e.what() << "\n";
-      return false;
-    }
-  }
-  try {
-    infra::parse_http_url(*services.remote_url);
-    return true;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "skewbench: --remote-url: " << e.what() << "\n";
-    return false;
-  }
+  const auto problem = runner::service_options_problem(services);
+  if (problem) std::cerr << "skewbench: " << *problem << "\n";
+  return !problem;
 }
 
-// An unreachable remote is left to the run, which reports it as an
-// infrastructure error.
 bool remote_modes_match(const ServiceArgs& services, const std::vector<scenario::Scenario>& scenarios) {
-  if (!services.remote_url) return true;
-  std::optional<std::string> running;
-  try {
-    infra::HttpRemote remote(*services.remote_url);
-    const auto health = remote.health();
-    running = health.value("idempotency_mode", json(nullptr)).is_string()
-                  ? health["idempotency_mode"].get<std::string>()
-                  : std::string("(not reported)");
-  } catch (const std::exception&) {
-    return true;
-  }
-  for (const auto& s : scenarios) {
-    if (s.dedupe_mode && *s.dedupe_mode != *running) {
-      std::cerr << "skewbench: " << s.source << ": needs remote dedupe mode \"" << *s.dedupe_mode << "\" but "
-                << *services.remote_url << " runs \"" << *running << "\"; start it with --dedupe " << *s.dedupe_mode
-                << " or drop --remote-url\n";
-      return false;
-    }
-  }
-  return true;
+  const auto problem = runner::remote_mode_problem(services, scenarios);
+  if (problem) std::cerr << "skewbench: " << *problem << "\n";
+  return !problem;
 }
 
 std::unique_ptr<evidence::OutFolder> open_out_folder(const evidence::OutFolderRequest& request) {

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "infra/postgres_cluster.hpp"
+
 namespace skewbench::runner {
 
 namespace {
@@ -57,6 +59,49 @@ ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& 
   r.final_measurement = nullptr;
   for (const auto& e : scenario.expectations) r.checks.push_back({e.id, e.expected, nullptr, false, false});
   return r;
+}
+
+std::optional<std::string> service_options_problem(const StackOptions& services) {
+  if (services.postgres_bin && !infra::is_postgres_bindir(*services.postgres_bin)) {
+    return "--postgres-bin " + *services.postgres_bin + ": not a directory holding initdb, pg_ctl and postgres";
+  }
+  if (!services.remote_url) {
+    // A remote-effect that cannot be found is known now, not after PostgreSQL started.
+    try {
+      find_remote_effect_binary(services.remote_effect_binary);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  }
+  try {
+    infra::parse_http_url(*services.remote_url);
+  } catch (const std::invalid_argument& e) {
+    return std::string("--remote-url: ") + e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> remote_mode_problem(const StackOptions& services,
+                                               const std::vector<scenario::Scenario>& scenarios) {
+  if (!services.remote_url) return std::nullopt;
+  std::string running;
+  try {
+    infra::HttpRemote remote(*services.remote_url);
+    const auto health = remote.health();
+    running = health.value("idempotency_mode", nlohmann::json(nullptr)).is_string()
+                  ? health["idempotency_mode"].get<std::string>()
+                  : std::string("(not reported)");
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  for (const auto& s : scenarios) {
+    if (s.dedupe_mode && *s.dedupe_mode != running) {
+      return s.source + ": needs remote dedupe mode \"" + *s.dedupe_mode + "\" but " + *services.remote_url +
+             " runs \"" + running + "\"; start it with --dedupe " + *s.dedupe_mode + " or drop --remote-url";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace skewbench::runner

@@ -63,6 +63,17 @@ class Session {
   ServicesDescription description_;
 };
 
+// What is wrong with the service options, found before anything starts:
+// --postgres-bin without the server binaries, a remote-effect binary that
+// cannot be found, or a --remote-url that does not parse. Nothing when usable.
+std::optional<std::string> service_options_problem(const StackOptions& services);
+
+// Against a running remote (--remote-url), a scenario that declares a dedupe
+// mode the service does not run in; nothing when all agree. An unreachable
+// remote is left to the run, which reports it as an infrastructure error.
+std::optional<std::string> remote_mode_problem(const StackOptions& services,
+                                               const std::vector<scenario::Scenario>& scenarios);
+
 // The result of a scenario that never ran because of `error`: ERROR, every
 // expectation unmeasured, so no artifact can read it as a pass.
 ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& error);

@@ -407,112 +407,146 @@ ObservedField nullable_string_of(std::vector<std::string> allowed) {
   return {FieldType::NullableString, std::move(allowed)};
 }
 
+// --- the kinds as registered ----------------------------------------------
+
+StepKind commit_operation_kind() {
+  return {"commit_operation",
+          "commit the business operation and its outbox row (stable idempotency key) in one transaction",
+          {{"business_state", string_of({"absent", "committed"})},
+           {"business_version", integer()},
+           {"outbox_status", string_of({"pending", "delivered"})}},
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+            return std::make_unique<CommitOperationStep>(at_s, require_node(spec, ctx));
+          }};
+}
+
+StepKind post_effect_kind() {
+  return {"post_effect",
+          "deliver the outbox row: POST /effects at the node's clock; drop_ack makes the remote commit and "
+          "close the connection without answering",
+          {{"logical_time_s", integer()},
+           {"transport_outcome", string_of(kTransportOutcomes)},
+           {"http_status", nullable_integer()},
+           {"delivery", nullable_string_of(kDeliveries)},
+           {"effect_count", nullable_integer()},
+           {"post_requests", nullable_integer()},
+           {"idempotency_key", string_of({})},
+           {"attempt", integer()}},
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+            auto node = require_node(spec, ctx);
+            return std::make_unique<PostEffectStep>(at_s, std::move(node),
+                                                    spec.optional_bool("drop_ack").value_or(false));
+          }};
+}
+
+StepKind observe_kind() {
+  return {"observe",
+          "a node reads the remote's status at its own clock and classifies the record's expiry locally",
+          {{"logical_time_s", integer()},
+           {"active_idempotency_records", integer()},
+           {"effect_count", integer()},
+           {"post_requests", integer()},
+           {"status", string_of(kRemoteStatuses)},
+           {"temporal_state", nullable_string_of(kTemporalStates)},
+           {"expires_at_s", nullable_integer()},
+           {"ack_drops", integer()}},
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+            return std::make_unique<ObserveStep>(at_s, require_node(spec, ctx));
+          }};
+}
+
+StepKind recover_kind() {
+  return {"recover",
+          "a node recovers a pending delivery under the scenario's policy: replay, or reconcile first",
+          {{"time_basis", {FieldType::NullableString, {}}},
+           {"reading_s", nullable_integer()},
+           {"decision_time_s", nullable_integer()},
+           {"interval_lower_s", nullable_integer()},
+           {"interval_upper_s", nullable_integer()},
+           {"temporal_state", nullable_string_of(kTemporalStates)},
+           {"decision", nullable_string_of({"REPLAY_SAME_KEY", "REPLAY_NEW_KEY", "RECONCILE_FIRST"})},
+           {"reconciled_status", nullable_string_of(kRemoteStatuses)},
+           {"reconcile_action",
+            nullable_string_of({"COMPLETE_WITHOUT_REPLAY", "REPLAY_AFTER_RECONCILE", "HOLD_AND_ESCALATE"})},
+           {"replayed", boolean()},
+           {"transport_outcome", nullable_string_of(kTransportOutcomes)},
+           {"delivery", nullable_string_of(kDeliveries)},
+           {"expires_at_s", nullable_integer()},
+           {"outbox_status_before", string_of({"pending", "delivered"})},
+           {"watermark_s", nullable_integer()},
+           {"idempotency_key", string_of({})},
+           {"attempt", integer()},
+           {"bound_temporal_epoch", integer()},
+           {"replay_http_status", nullable_integer()},
+           {"fence_error", nullable_string_of({})},
+           {"current_temporal_epoch", nullable_integer()}},
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+            return std::make_unique<RecoverStep>(at_s, require_node(spec, ctx));
+          }};
+}
+
+StepKind set_clock_offset_kind() {
+  return {"set_clock_offset",
+          "a node's clock jumps to a new offset from the reference time (a step or a rollback)",
+          {{"reading_s", integer()}},
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+            auto node = require_node(spec, ctx);
+            return std::make_unique<SetClockOffsetStep>(at_s, std::move(node), spec.require_int("offset_s"));
+          }};
+}
+
+StepKind restart_remote_kind() {
+  return {"restart_remote",
+          "restart remote-effect on the same SQLite file (only when skewbench started it)",
+          {{"boot_id_changed", boolean()}, {"effect_count", integer()}, {"status", string_of(kRemoteStatuses)}},
+          [](ObjectReader&, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
+            return std::make_unique<RestartRemoteStep>(at_s);
+          },
+          /*takes_node=*/false};
+}
+
+StepKind pause_remote_kind() {
+  return {"pause_remote",
+          "hang remote-effect (SIGSTOP) for duration_ms of wall time, then let it go on (SIGCONT); only when "
+          "skewbench started it",
+          {},
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
+            const auto duration_ms = spec.require_int("duration_ms");
+            if (duration_ms < 1 || duration_ms > 600000) {
+              throw InputError(spec.child_path("duration_ms"), "must be between 1 and 600000");
+            }
+            return std::make_unique<PauseRemoteStep>(at_s, duration_ms);
+          },
+          /*takes_node=*/false};
+}
+
+StepKind restart_database_kind() {
+  return {"restart_database",
+          "stop PostgreSQL (mode immediate: as a crash; fast) and start it again, then reconnect; only when "
+          "skewbench started it",
+          {{"business_state", string_of({"absent", "committed"})},
+           {"outbox_status", string_of({"absent", "pending", "delivered"})},
+           {"delivery_attempts", integer()}},
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
+            const auto mode = spec.optional_string("mode").value_or("immediate");
+            if (mode != "immediate" && mode != "fast") {
+              throw InputError(spec.child_path("mode"), "\"" + mode + "\" is not one of: immediate, fast");
+            }
+            return std::make_unique<RestartDatabaseStep>(at_s, mode == "immediate");
+          },
+          /*takes_node=*/false};
+}
+
 StepRegistry make_builtin_registry() {
   StepRegistry r;
-  r.add({"commit_operation",
-         "commit the business operation and its outbox row (stable idempotency key) in one transaction",
-         {{"business_state", string_of({"absent", "committed"})},
-          {"business_version", integer()},
-          {"outbox_status", string_of({"pending", "delivered"})}},
-         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
-           return std::make_unique<CommitOperationStep>(at_s, require_node(spec, ctx));
-         }});
-  r.add({"post_effect",
-         "deliver the outbox row: POST /effects at the node's clock; drop_ack makes the remote commit and "
-         "close the connection without answering",
-         {{"logical_time_s", integer()},
-          {"transport_outcome", string_of(kTransportOutcomes)},
-          {"http_status", nullable_integer()},
-          {"delivery", nullable_string_of(kDeliveries)},
-          {"effect_count", nullable_integer()},
-          {"post_requests", nullable_integer()},
-          {"idempotency_key", string_of({})},
-          {"attempt", integer()}},
-         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
-           auto node = require_node(spec, ctx);
-           return std::make_unique<PostEffectStep>(at_s, std::move(node),
-                                                   spec.optional_bool("drop_ack").value_or(false));
-         }});
-  r.add({"observe",
-         "a node reads the remote's status at its own clock and classifies the record's expiry locally",
-         {{"logical_time_s", integer()},
-          {"active_idempotency_records", integer()},
-          {"effect_count", integer()},
-          {"post_requests", integer()},
-          {"status", string_of(kRemoteStatuses)},
-          {"temporal_state", nullable_string_of(kTemporalStates)},
-          {"expires_at_s", nullable_integer()},
-          {"ack_drops", integer()}},
-         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
-           return std::make_unique<ObserveStep>(at_s, require_node(spec, ctx));
-         }});
-  r.add({"recover",
-         "a node recovers a pending delivery under the scenario's policy: replay, or reconcile first",
-         {{"time_basis", {FieldType::NullableString, {}}},
-          {"reading_s", nullable_integer()},
-          {"decision_time_s", nullable_integer()},
-          {"interval_lower_s", nullable_integer()},
-          {"interval_upper_s", nullable_integer()},
-          {"temporal_state", nullable_string_of(kTemporalStates)},
-          {"decision", nullable_string_of({"REPLAY_SAME_KEY", "REPLAY_NEW_KEY", "RECONCILE_FIRST"})},
-          {"reconciled_status", nullable_string_of(kRemoteStatuses)},
-          {"reconcile_action",
-           nullable_string_of({"COMPLETE_WITHOUT_REPLAY", "REPLAY_AFTER_RECONCILE", "HOLD_AND_ESCALATE"})},
-          {"replayed", boolean()},
-          {"transport_outcome", nullable_string_of(kTransportOutcomes)},
-          {"delivery", nullable_string_of(kDeliveries)},
-          {"expires_at_s", nullable_integer()},
-          {"outbox_status_before", string_of({"pending", "delivered"})},
-          {"watermark_s", nullable_integer()},
-          {"idempotency_key", string_of({})},
-          {"attempt", integer()},
-          {"bound_temporal_epoch", integer()},
-          {"replay_http_status", nullable_integer()},
-          {"fence_error", nullable_string_of({})},
-          {"current_temporal_epoch", nullable_integer()}},
-         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
-           return std::make_unique<RecoverStep>(at_s, require_node(spec, ctx));
-         }});
-  r.add({"set_clock_offset",
-         "a node's clock jumps to a new offset from the reference time (a step or a rollback)",
-         {{"reading_s", integer()}},
-         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
-           auto node = require_node(spec, ctx);
-           return std::make_unique<SetClockOffsetStep>(at_s, std::move(node), spec.require_int("offset_s"));
-         }});
-  r.add({"restart_remote",
-         "restart remote-effect on the same SQLite file (only when skewbench started it)",
-         {{"boot_id_changed", boolean()}, {"effect_count", integer()}, {"status", string_of(kRemoteStatuses)}},
-         [](ObjectReader&, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
-           return std::make_unique<RestartRemoteStep>(at_s);
-         },
-         /*takes_node=*/false});
-  r.add({"pause_remote",
-         "hang remote-effect (SIGSTOP) for duration_ms of wall time, then let it go on (SIGCONT); only when "
-         "skewbench started it",
-         {},
-         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
-           const auto duration_ms = spec.require_int("duration_ms");
-           if (duration_ms < 1 || duration_ms > 600000) {
-             throw InputError(spec.child_path("duration_ms"), "must be between 1 and 600000");
-           }
-           return std::make_unique<PauseRemoteStep>(at_s, duration_ms);
-         },
-         /*takes_node=*/false});
-  r.add({"restart_database",
-         "stop PostgreSQL (mode immediate: as a crash; fast) and start it again, then reconnect; only when "
-         "skewbench started it",
-         {{"business_state", string_of({"absent", "committed"})},
-          {"outbox_status", string_of({"absent", "pending", "delivered"})},
-          {"delivery_attempts", integer()}},
-         [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
-           const auto mode = spec.optional_string("mode").value_or("immediate");
-           if (mode != "immediate" && mode != "fast") {
-             throw InputError(spec.child_path("mode"), "\"" + mode + "\" is not one of: immediate, fast");
-           }
-           return std::make_unique<RestartDatabaseStep>(at_s, mode == "immediate");
-         },
-         /*takes_node=*/false});
+  r.add(commit_operation_kind());
+  r.add(post_effect_kind());
+  r.add(observe_kind());
+  r.add(recover_kind());
+  r.add(set_clock_offset_kind());
+  r.add(restart_remote_kind());
+  r.add(pause_remote_kind());
+  r.add(restart_database_kind());
   add_series_steps(r);
   return r;
 }
