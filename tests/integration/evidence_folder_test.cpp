@@ -12,6 +12,7 @@
 #include "common/digest.hpp"
 #include "support/cli.hpp"
 #include "support/shared_stack.hpp"
+#include "support/sweep_fixture.hpp"
 
 using namespace skewbench;
 using namespace skewbench::testing;
@@ -35,18 +36,9 @@ CommandResult run_into(const std::vector<std::string>& inputs, const fs::path& o
 json small_grid(int offsets = 3) {
   json values = json::array();
   for (int i = 0; i < offsets; ++i) values.push_back(i * 5);
-  return {
-      {"id", "small"},
-      {"description", "a small grid for tests"},
-      {"base_scenario", source_path("scenarios/sweeps/018-base.json")},
-      {"policies", json::array({{{"policy", {{"name", "node_local"}}}},
-                                {{"policy", {{"name", "uncertainty"}, {"max_clock_error_s", 20}}}}})},
-      {"axes", json::array({{{"name", "node_b_offset_s"}, {"pointer", "/nodes/1/clock_offset_s"}, {"values", values}},
-                            {{"name", "max_clock_error_s"},
-                             {"pointer", "/policy/max_clock_error_s"},
-                             {"values", {0, 20}},
-                             {"policies", {"uncertainty"}}}})},
-      {"maps", json::array({{{"x", "node_b_offset_s"}, {"y", "max_clock_error_s"}}})}};
+  auto doc = testing::small_grid_document(values, source_path("scenarios/sweeps/018-base.json"));
+  doc["maps"] = json::array({{{"x", "node_b_offset_s"}, {"y", "max_clock_error_s"}}});
+  return doc;
 }
 
 fs::path write_grid(const fs::path& dir, const json& grid) {

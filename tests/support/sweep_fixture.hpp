@@ -22,6 +22,25 @@ struct TinySweep {
   static constexpr int kCellsWritten = 23;
 };
 
+// A small valid grid over the #018 base scenario: node_local and uncertainty
+// (max_clock_error_s 20), node B's offset over `offsets_s`, and uncertainty's
+// clock error over {0, 20}. Tests change or remove what they need.
+inline nlohmann::json small_grid_document(const nlohmann::json& offsets_s = {0, 10, 20},
+                                          const std::string& base_scenario = "scenarios/sweeps/018-base.json") {
+  using nlohmann::json;
+  return {{"id", "small"},
+          {"description", "a small grid for tests"},
+          {"base_scenario", base_scenario},
+          {"policies", json::array({{{"policy", {{"name", "node_local"}}}},
+                                    {{"policy", {{"name", "uncertainty"}, {"max_clock_error_s", 20}}}}})},
+          {"axes",
+           json::array({{{"name", "node_b_offset_s"}, {"pointer", "/nodes/1/clock_offset_s"}, {"values", offsets_s}},
+                        {{"name", "max_clock_error_s"},
+                         {"pointer", "/policy/max_clock_error_s"},
+                         {"values", {0, 20}},
+                         {"policies", {"uncertainty"}}}})}};
+}
+
 // beta: SAFE left of 0, HELD at 0, CONFLICT right of 0, one ERROR; alpha:
 // SAFE up to 0, CONFLICT at +10.
 inline std::string tiny_verdict(const std::string& policy, int offset_s, const nlohmann::json& eps_s, int recovery_s) {

@@ -10,6 +10,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "common/json_reader.hpp"
+#include "support/sweep_fixture.hpp"
 #include "sweep/grid.hpp"
 #include "sweep/sweep_runner.hpp"
 
@@ -20,19 +21,7 @@ using nlohmann::json;
 namespace {
 
 // Two policies, two axes (the second only for uncertainty): a valid grid.
-json small_grid() {
-  return {{"id", "small"},
-          {"description", "a small grid for tests"},
-          {"base_scenario", "scenarios/sweeps/018-base.json"},
-          {"policies", json::array({{{"policy", {{"name", "node_local"}}}},
-                                    {{"policy", {{"name", "uncertainty"}, {"max_clock_error_s", 20}}}}})},
-          {"axes",
-           json::array({{{"name", "node_b_offset_s"}, {"pointer", "/nodes/1/clock_offset_s"}, {"values", {0, 10, 20}}},
-                        {{"name", "max_clock_error_s"},
-                         {"pointer", "/policy/max_clock_error_s"},
-                         {"values", {0, 20}},
-                         {"policies", {"uncertainty"}}}})}};
-}
+json small_grid() { return testing::small_grid_document(); }
 
 // "PATH: MESSAGE" of the error parsing the document throws; "" when none.
 std::string parse_error(const json& document) {

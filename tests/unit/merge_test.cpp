@@ -10,6 +10,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "common/files.hpp"
+#include "support/sweep_fixture.hpp"
 #include "sweep/cells.hpp"
 #include "sweep/grid.hpp"
 #include "sweep/merge.hpp"
@@ -25,14 +26,8 @@ namespace {
 
 // Two policies, one axis of three values: six cells.
 sweep::Grid small_grid(int first_offset_s = 0) {
-  const json doc = {{"id", "small"},
-                    {"description", "a small grid for tests"},
-                    {"base_scenario", "scenarios/sweeps/018-base.json"},
-                    {"policies", json::array({{{"policy", {{"name", "node_local"}}}},
-                                              {{"policy", {{"name", "uncertainty"}, {"max_clock_error_s", 20}}}}})},
-                    {"axes", json::array({{{"name", "node_b_offset_s"},
-                                           {"pointer", "/nodes/1/clock_offset_s"},
-                                           {"values", {first_offset_s, 10, 20}}}})}};
+  auto doc = testing::small_grid_document({first_offset_s, 10, 20});
+  doc["axes"].erase(1);
   return sweep::Grid::parse(doc, "grid.json", SKEWBENCH_SOURCE_DIR);
 }
 

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common/text.hpp"
+#include "evidence/evidence.hpp"
 #include "evidence/published_result.hpp"
 #include "scenario/verdict.hpp"
 
@@ -111,17 +112,9 @@ json run_json(const std::vector<runner::ScenarioResult>& results, const RunRepor
   json scenarios = json::array();
   json failures = json::array();
   for (const auto& r : results) {
-    const json f = final_of(r);
-    scenarios.push_back({{"id", r.scenario_id},
-                         {"policy", r.policy},
-                         {"temporal_state", r.temporal_state()},
-                         {"decision", r.decision()},
-                         {"post_requests", f.value("post_requests", json(nullptr))},
-                         {"effect_count", f.value("effect_count", json(nullptr))},
-                         {"final_status", f.value("status", json(nullptr))},
-                         {"verdict", r.verdict},
-                         {"as_expected", r.pass},
-                         {"error", r.error ? json(*r.error) : json(nullptr)}});
+    auto row = outcome_row(r);
+    row["as_expected"] = r.pass;
+    scenarios.push_back(std::move(row));
     for (const auto& c : r.checks) {
       if (c.pass || r.error) continue;
       failures.push_back({{"scenario", r.scenario_id},

@@ -129,9 +129,9 @@ json scenario_core_of_evidence(const json& evidence) {
                  evidence.at("verdict"), !evidence.at("error").is_null(), evidence.at("pass"));
 }
 
-json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r) {
+json outcome_row(const runner::ScenarioResult& r) {
   const json f = r.final_measurement.is_object() ? r.final_measurement : json::object();
-  return {{"id", s.id},
+  return {{"id", r.scenario_id},
           {"policy", r.policy},
           {"temporal_state", r.temporal_state()},
           {"decision", r.decision()},
@@ -139,9 +139,14 @@ json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r) {
           {"effect_count", f.value("effect_count", json(nullptr))},
           {"final_status", f.value("status", json(nullptr))},
           {"verdict", r.verdict},
-          {"pass", r.pass},
-          {"error", r.error ? json(*r.error) : json(nullptr)},
-          {"core_digest", json_digest(scenario_core(s, r))}};
+          {"error", r.error ? json(*r.error) : json(nullptr)}};
+}
+
+json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r) {
+  auto row = outcome_row(r);
+  row["pass"] = r.pass;
+  row["core_digest"] = json_digest(scenario_core(s, r));
+  return row;
 }
 
 std::string run_core_digest(const json& summary_rows) {

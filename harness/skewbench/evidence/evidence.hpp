@@ -63,6 +63,11 @@ std::string run_core_digest(const nlohmann::json& summary_rows);
 // verify). Throws nlohmann::json::exception when a field is missing.
 nlohmann::json scenario_core_of_evidence(const nlohmann::json& evidence);
 
+// A scenario's outcome in a line: id, policy, the recovery's temporal state and
+// decision, the closing counts and status, the verdict and any error. The rows
+// of summary.json and of `run --format json` both start from it.
+nlohmann::json outcome_row(const runner::ScenarioResult& result);
+
 // One row of summary.json.
 nlohmann::json summary_row(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
 

@@ -20,10 +20,6 @@ inline constexpr const char* kUnsafe = "unsafe_node_clock";
 inline constexpr const char* kAuthority = "safe_clock_authority";
 inline constexpr const char* kGuard = "safe_skew_guard";
 
-json field_of(const json* object, const char* name) {
-  return object && object->is_object() ? object->value(name, json(nullptr)) : json(nullptr);
-}
-
 json recovery_field(const SectionRun& run, const char* name) { return field_of(run.recovery(), name); }
 
 json final_field(const SectionRun& run, const char* name) { return field_of(&run.final_measurement(), name); }

@@ -24,6 +24,10 @@ namespace skewbench::evidence {
 
 struct RunEnvironment;
 
+// A field of a measured object; null when the object or the field is missing
+// (a value that was not measured is published as null).
+nlohmann::json field_of(const nlohmann::json* object, const char* name);
+
 // One published section as this run filled it: the scenario reported as that
 // section and its result, or nothing when no scenario of the run stands for it.
 struct SectionRun {

@@ -16,10 +16,6 @@ using nlohmann::json;
 
 // --- reading a section's run -----------------------------------------------
 
-json field_of(const json* object, const char* name) {
-  return object && object->is_object() ? object->value(name, json(nullptr)) : json(nullptr);
-}
-
 json final_field(const SectionRun& run, const char* name) { return field_of(&run.final_measurement(), name); }
 
 json recovery_field(const SectionRun& run, const char* name) { return field_of(run.recovery(), name); }

@@ -7,6 +7,10 @@ namespace skewbench::evidence {
 
 using nlohmann::json;
 
+json field_of(const json* object, const char* name) {
+  return object && object->is_object() ? object->value(name, json(nullptr)) : json(nullptr);
+}
+
 bool SectionRun::errored() const {
   return ran() && (result->error.has_value() || !result->final_measurement.is_object());
 }

@@ -20,6 +20,19 @@ LogicalSeconds effective_time_s(std::optional<LogicalSeconds> watermark_s, Logic
 
 namespace {
 
+// A decision at one point in time: `reading_s` read from `time_basis`, judged
+// against expiry at `decision_time_s`, decided by the classification.
+PolicyEvaluation at_point(std::string time_basis, LogicalSeconds reading_s, LogicalSeconds decision_time_s,
+                          LogicalSeconds expires_at_s) {
+  PolicyEvaluation e;
+  e.time_basis = std::move(time_basis);
+  e.reading_s = reading_s;
+  e.decision_time_s = decision_time_s;
+  e.state = classify_point(decision_time_s, expires_at_s);
+  e.decision = decide(e.state);
+  return e;
+}
+
 // The node's own clock is the replay authority. This is the unsafe policy the
 // benchmark exists to expose: two nodes reading the same record at different
 // local times reach opposite decisions.
@@ -29,13 +42,8 @@ class NodeLocalPolicy final : public ReplayPolicy {
   nlohmann::json parameters() const override { return nlohmann::json::object(); }
 
   PolicyEvaluation evaluate(const RecoveryContext& c) const override {
-    PolicyEvaluation e;
-    e.reading_s = c.node_clock.read(c.reference_s);
-    e.time_basis = "node_clock:" + c.node_clock.node_id;
-    e.decision_time_s = e.reading_s;
-    e.state = classify_point(e.reading_s, c.expires_at_s);
-    e.decision = decide(e.state);
-    return e;
+    const auto reading_s = c.node_clock.read(c.reference_s);
+    return at_point("node_clock:" + c.node_clock.node_id, reading_s, reading_s, c.expires_at_s);
   }
 };
 
@@ -51,13 +59,8 @@ class DeclaredAuthorityPolicy final : public ReplayPolicy {
   }
 
   PolicyEvaluation evaluate(const RecoveryContext& c) const override {
-    PolicyEvaluation e;
-    e.reading_s = authority_.read(c.reference_s);
-    e.time_basis = "authority:" + authority_.identity;
-    e.decision_time_s = e.reading_s;
-    e.state = classify_point(e.reading_s, c.expires_at_s);
-    e.decision = decide(e.state);
-    return e;
+    const auto reading_s = authority_.read(c.reference_s);
+    return at_point("authority:" + authority_.identity, reading_s, reading_s, c.expires_at_s);
   }
 
  private:
@@ -98,11 +101,8 @@ class ReconcileFirstPolicy final : public ReplayPolicy {
   nlohmann::json parameters() const override { return nlohmann::json::object(); }
 
   PolicyEvaluation evaluate(const RecoveryContext& c) const override {
-    PolicyEvaluation e;
-    e.reading_s = c.node_clock.read(c.reference_s);
-    e.time_basis = "node_clock:" + c.node_clock.node_id;
-    e.decision_time_s = e.reading_s;
-    e.state = classify_point(e.reading_s, c.expires_at_s);
+    const auto reading_s = c.node_clock.read(c.reference_s);
+    auto e = at_point("node_clock:" + c.node_clock.node_id, reading_s, reading_s, c.expires_at_s);
     e.decision = Decision::ReconcileFirst;
     return e;
   }
@@ -119,11 +119,9 @@ class MonotonicWatermarkPolicy final : public ReplayPolicy {
   nlohmann::json parameters() const override { return nlohmann::json::object(); }
 
   PolicyEvaluation evaluate(const RecoveryContext& c) const override {
-    PolicyEvaluation e;
-    e.reading_s = c.node_clock.read(c.reference_s);
-    e.time_basis = "monotonic_watermark:" + c.node_clock.node_id;
-    e.decision_time_s = effective_time_s(c.watermark_s, e.reading_s);
-    e.state = classify_point(e.decision_time_s, c.expires_at_s);
+    const auto reading_s = c.node_clock.read(c.reference_s);
+    auto e = at_point("monotonic_watermark:" + c.node_clock.node_id, reading_s,
+                      effective_time_s(c.watermark_s, reading_s), c.expires_at_s);
     e.decision = e.state == TemporalState::Active ? Decision::ReplaySameKey : Decision::ReconcileFirst;
     e.extra = {{"watermark_s", c.watermark_s ? nlohmann::json(*c.watermark_s) : nlohmann::json(nullptr)}};
     return e;
