@@ -11,6 +11,7 @@
 #include "compare/compare.hpp"
 #include "evidence/cell_core.hpp"
 #include "evidence/evidence.hpp"
+#include "scenario/verdict.hpp"
 
 using namespace skewbench;
 using Catch::Matchers::ContainsSubstring;
@@ -267,4 +268,7 @@ TEST_CASE("compare's Markdown keeps a table row per changed scenario") {
   const auto md = compare::to_markdown(compare_dirs(base, cand));
   CHECK_THAT(md,
              ContainsSubstring("| CHANGED | a | verdict SAFE -> CONFLICT, effect_count 1 -> 2 | **NEW CONFLICT** |"));
+  // The totals: one column per verdict, in the order the verdicts are listed.
+  CHECK_THAT(md, ContainsSubstring("| policy | SAFE | CONFLICT | HELD | ERROR |\n|---|---|---|---|---|\n"));
+  CHECK(scenario::verdict_words() == "SAFE, CONFLICT, HELD or ERROR");
 }

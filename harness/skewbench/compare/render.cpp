@@ -99,7 +99,11 @@ std::string to_markdown(const Comparison& c) {
     if (not_shown(c) > 0) out << "\n(" << not_shown(c) << " more not shown)\n";
     out << "\n";
   }
-  out << "| policy | SAFE | CONFLICT | HELD | ERROR |\n|---|---|---|---|---|\n";
+  out << "| policy |";
+  for (const auto verdict : scenario::kAllVerdicts) out << " " << to_string(verdict) << " |";
+  out << "\n|---|";
+  for (std::size_t i = 0; i < scenario::kAllVerdicts.size(); ++i) out << "---|";
+  out << "\n";
   for (const auto& [policy, counts] : c.totals) {
     out << "| " << markdown_escape(policy);
     for (std::size_t i = 0; i < scenario::kAllVerdicts.size(); ++i)

@@ -5,6 +5,7 @@
 
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
+#include "scenario/verdict.hpp"
 
 namespace skewbench::report {
 namespace fs = std::filesystem;
@@ -23,7 +24,7 @@ CellRecord parse_cell_line(const std::string& line, const SweepInfo& sweep) {
   record.parameters = r.require_object("parameters");
   const auto verdict = r.require_string("verdict");
   if (!state_from_verdict(verdict, record.state)) {
-    throw InputError("$.verdict", "expected SAFE, CONFLICT, HELD or ERROR, got \"" + verdict + "\"");
+    throw InputError("$.verdict", "expected " + scenario::verdict_words() + ", got \"" + verdict + "\"");
   }
   return record;
 }

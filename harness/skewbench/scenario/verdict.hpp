@@ -42,6 +42,16 @@ constexpr std::optional<Verdict> verdict_from_string(std::string_view word) {
   return std::nullopt;
 }
 
+// Every verdict's word, for messages: "SAFE, CONFLICT, HELD or ERROR".
+inline std::string verdict_words() {
+  std::string out;
+  for (std::size_t i = 0; i < kAllVerdicts.size(); ++i) {
+    if (i > 0) out += i + 1 == kAllVerdicts.size() ? " or " : ", ";
+    out += to_string(kAllVerdicts[i]);
+  }
+  return out;
+}
+
 // In JSON, the word.
 inline void to_json(nlohmann::json& out, Verdict verdict) { out = std::string(to_string(verdict)); }
 
