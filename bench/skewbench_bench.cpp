@@ -173,8 +173,8 @@ class CountingOutbox final : public infra::OutboxApi {
   void declare_operation(const std::string& op, std::int64_t version) override {
     call(kPgWrite, [&] { inner_.declare_operation(op, version); });
   }
-  void commit_operation(const std::string& op, const std::string& key, std::int64_t ttl) override {
-    call(kPgWrite, [&] { inner_.commit_operation(op, key, ttl); });
+  infra::OutboxRow commit_operation(const std::string& op, const std::string& key, std::int64_t ttl) override {
+    return call(kPgWrite, [&] { return inner_.commit_operation(op, key, ttl); });
   }
   void record_attempt(const std::string& op, std::int64_t t) override {
     call(kPgWrite, [&] { inner_.record_attempt(op, t); });

@@ -63,6 +63,33 @@ TEST_CASE("an outbox write is one round trip that commits, a read one round trip
   CHECK(row.delivered_at_s == 101);
 }
 
+TEST_CASE("committing an operation answers with the row it wrote, as a read then finds it") {
+  infra::PgOutbox outbox(cluster().url(), runner::new_run_id());
+  outbox.declare_operation("op-answer", 41);
+  const auto before = outbox.wire_count();
+  const auto committed = outbox.commit_operation("op-answer", "op-answer.key", 45);
+  // One round trip: the row comes back from the statement that wrote it.
+  CHECK(outbox.wire_count().round_trips - before.round_trips == 1);
+  const auto read = outbox.read("op-answer");
+  CHECK(committed.operation_id == "op-answer");
+  CHECK(committed.business_state == "committed");
+  CHECK(committed.business_version == 42);
+  CHECK(committed.idempotency_key == "op-answer.key");
+  CHECK(committed.ttl_s == 45);
+  CHECK(committed.status == "pending");
+  CHECK(committed.delivery_attempts == 0);
+  CHECK_FALSE(committed.key_expires_at_s.has_value());
+  CHECK(committed.business_state == read.business_state);
+  CHECK(committed.business_version == read.business_version);
+  CHECK(committed.idempotency_key == read.idempotency_key);
+  CHECK(committed.ttl_s == read.ttl_s);
+  CHECK(committed.status == read.status);
+  CHECK(committed.delivery_attempts == read.delivery_attempts);
+  CHECK(committed.key_created_at_s == read.key_created_at_s);
+  CHECK(committed.last_transport_outcome == read.last_transport_outcome);
+  CHECK(committed.delivered_at_s == read.delivered_at_s);
+}
+
 TEST_CASE("committing an operation twice raises the same error and leaves its one outbox row as it was") {
   const auto run_id = runner::new_run_id();
   infra::PgOutbox outbox(cluster().url(), run_id);

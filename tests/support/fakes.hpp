@@ -206,13 +206,14 @@ class FakeOutbox final : public infra::OutboxApi {
     rows_[id].business_state = "absent";
     rows_[id].business_version = version;
   }
-  void commit_operation(const std::string& id, const std::string& key, std::int64_t ttl_s) override {
+  infra::OutboxRow commit_operation(const std::string& id, const std::string& key, std::int64_t ttl_s) override {
     auto& row = rows_.at(id);
     row.business_state = "committed";
     ++row.business_version;
     row.idempotency_key = key;
     row.ttl_s = ttl_s;
     row.status = "pending";
+    return read(id);
   }
   void record_attempt(const std::string& id, std::int64_t t) override {
     auto& row = rows_.at(id);

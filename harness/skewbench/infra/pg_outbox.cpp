@@ -63,6 +63,28 @@ std::optional<std::int64_t> optional_int(const pqxx::field& f) {
   return f.as<std::int64_t>();
 }
 
+// A row in read_outbox's columns: business state and version, then the outbox
+// row's (all null when the operation has no outbox row yet).
+OutboxRow outbox_row(const std::string& operation_id, const pqxx::row& row) {
+  OutboxRow out;
+  out.operation_id = operation_id;
+  out.business_state = row[0].c_str();
+  out.business_version = row[1].as<std::int64_t>();
+  if (row[2].is_null()) {
+    out.status = "absent";
+    return out;
+  }
+  out.idempotency_key = row[2].c_str();
+  out.ttl_s = row[3].as<std::int64_t>();
+  out.key_created_at_s = optional_int(row[4]);
+  out.key_expires_at_s = optional_int(row[5]);
+  out.status = row[6].c_str();
+  out.delivery_attempts = row[7].as<std::int64_t>();
+  if (!row[8].is_null()) out.last_transport_outcome = row[8].c_str();
+  out.delivered_at_s = optional_int(row[9]);
+  return out;
+}
+
 }  // namespace
 
 std::string with_connect_timeout(const std::string& database_url, int timeout_s) {
@@ -301,9 +323,17 @@ void PgOutbox::prepare_statements() {
   c.prepare("commit_business",
             "WITH committed AS ("
             "UPDATE skewbench.business_operation SET state = 'committed', version = version + 1 "
-            "WHERE run_id = $1 AND operation_id = $2 AND state = 'absent' RETURNING run_id, operation_id) "
+            "WHERE run_id = $1 AND operation_id = $2 AND state = 'absent' "
+            "RETURNING run_id, operation_id, state, version), "
+            "inserted AS ("
             "INSERT INTO skewbench.outbox (run_id, operation_id, idempotency_key, ttl_s, status) "
-            "SELECT run_id, operation_id, $3::text, $4::bigint, 'pending' FROM committed");
+            "SELECT run_id, operation_id, $3::text, $4::bigint, 'pending' FROM committed "
+            "RETURNING run_id, operation_id, idempotency_key, ttl_s, key_created_at_s, key_expires_at_s, status, "
+            "delivery_attempts, last_transport_outcome, delivered_at_s) "
+            // The row as written, in read_outbox's columns, so one reader parses both.
+            "SELECT c.state, c.version, i.idempotency_key, i.ttl_s, i.key_created_at_s, i.key_expires_at_s, "
+            "i.status, i.delivery_attempts, i.last_transport_outcome, i.delivered_at_s "
+            "FROM committed c JOIN inserted i USING (run_id, operation_id)");
   c.prepare("record_attempt",
             "UPDATE skewbench.outbox SET delivery_attempts = delivery_attempts + 1, "
             "key_created_at_s = COALESCE(key_created_at_s, $3::bigint), "
@@ -333,9 +363,17 @@ void PgOutbox::declare_operation(const std::string& operation_id, std::int64_t b
   write_statement("declare_operation", "declare_operation", operation_id, business_version);
 }
 
-void PgOutbox::commit_operation(const std::string& operation_id, const std::string& idempotency_key,
-                                std::int64_t ttl_s) {
-  write_statement("commit_operation", "commit_business", operation_id, idempotency_key, ttl_s);
+OutboxRow PgOutbox::commit_operation(const std::string& operation_id, const std::string& idempotency_key,
+                                     std::int64_t ttl_s) {
+  // The committed row comes back from the statement that wrote it: no read after.
+  return bounded("commit_operation", [&] {
+    pqxx::nontransaction tx(connection_->pq);
+    ++wire_.round_trips;
+    ++wire_.commits;
+    const auto r = pq::exec_prepared(tx, "commit_business", run_id_, operation_id, idempotency_key, ttl_s);
+    require_one_row(r, "commit_business", operation_id);
+    return outbox_row(operation_id, r[0]);
+  });
 }
 
 void PgOutbox::record_attempt(const std::string& operation_id, std::int64_t logical_time_s) {
@@ -359,24 +397,7 @@ OutboxRow PgOutbox::read(const std::string& operation_id) {
     ++wire_.round_trips;
     const auto r = pq::exec_prepared(tx, "read_outbox", run_id_, operation_id);
     if (r.size() != 1) throw InfrastructureError("outbox: no business operation " + operation_id);
-    const auto row = r[0];
-    OutboxRow out;
-    out.operation_id = operation_id;
-    out.business_state = row[0].c_str();
-    out.business_version = row[1].as<std::int64_t>();
-    if (!row[2].is_null()) {
-      out.idempotency_key = row[2].c_str();
-      out.ttl_s = row[3].as<std::int64_t>();
-      out.key_created_at_s = optional_int(row[4]);
-      out.key_expires_at_s = optional_int(row[5]);
-      out.status = row[6].c_str();
-      out.delivery_attempts = row[7].as<std::int64_t>();
-      if (!row[8].is_null()) out.last_transport_outcome = row[8].c_str();
-      out.delivered_at_s = optional_int(row[9]);
-    } else {
-      out.status = "absent";
-    }
-    return out;
+    return outbox_row(operation_id, r[0]);
   });
 }
 

@@ -33,8 +33,8 @@ class PgOutbox final : public OutboxApi {
   ~PgOutbox() override;
 
   void declare_operation(const std::string& operation_id, std::int64_t business_version) override;
-  void commit_operation(const std::string& operation_id, const std::string& idempotency_key,
-                        std::int64_t ttl_s) override;
+  OutboxRow commit_operation(const std::string& operation_id, const std::string& idempotency_key,
+                             std::int64_t ttl_s) override;
   void record_attempt(const std::string& operation_id, std::int64_t logical_time_s) override;
   void record_outcome(const std::string& operation_id, TransportOutcome outcome, bool delivered,
                       std::int64_t logical_time_s) override;

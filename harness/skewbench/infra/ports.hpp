@@ -82,8 +82,9 @@ class OutboxApi {
   virtual void declare_operation(const std::string& operation_id, std::int64_t business_version) = 0;
   // One transaction: business absent -> committed (version + 1) and an outbox
   // row, status pending, holding the stable idempotency key and its TTL.
-  virtual void commit_operation(const std::string& operation_id, const std::string& idempotency_key,
-                                std::int64_t ttl_s) = 0;
+  // Returns the row as that transaction wrote it, read back from the store.
+  virtual OutboxRow commit_operation(const std::string& operation_id, const std::string& idempotency_key,
+                                     std::int64_t ttl_s) = 0;
   // Before a POST: delivery_attempts + 1; the first attempt also fixes the
   // key's window [created_at, created_at + ttl).
   virtual void record_attempt(const std::string& operation_id, std::int64_t logical_time_s) = 0;

@@ -96,8 +96,7 @@ class CommitOperationStep final : public Step {
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {
-    ctx.outbox.commit_operation(ctx.operation_id, ctx.idempotency_key, ctx.ttl_s);
-    const auto row = ctx.outbox.read(ctx.operation_id);
+    const auto row = ctx.outbox.commit_operation(ctx.operation_id, ctx.idempotency_key, ctx.ttl_s);
     StepOutcome out;
     out.observed = {{"business_state", row.business_state},
                     {"business_version", row.business_version},
