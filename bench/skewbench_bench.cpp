@@ -297,7 +297,12 @@ ScenarioFigures run_scenario(const scenario::Scenario& s, infra::RemoteApi& remo
     Times times{};
     CountingRemote counting_remote(remote, f.counts, times);
     CountingOutbox counting_outbox(outbox, f.counts, times, f.wire);
-    runner::ScenarioRunner r(counting_remote, counting_outbox, {runner::new_run_id(), nullptr, nullptr, true});
+    runner::ScenarioRunner r(counting_remote, counting_outbox,
+                             {.run_id = runner::new_run_id(),
+                              .remote_control = nullptr,
+                              .interrupted = nullptr,
+                              .evaluate_expectations = true,
+                              .database_control = nullptr});
     const auto t = Clock::now();
     const auto result = r.run(s);
     f.stats.samples_us.push_back(micros(Clock::now() - t));
@@ -443,7 +448,12 @@ void measure_phases_once(const std::vector<scenario::Scenario>& scenarios, const
   infra::HttpRemote remote(stack.remote_url());
   const auto health = remote.health();
   stats.http_connect.samples_us.push_back(micros(Clock::now() - t));
-  runner::ScenarioRunner r(remote, outbox, {run_id, nullptr, nullptr, true});
+  runner::ScenarioRunner r(remote, outbox,
+                           {.run_id = run_id,
+                            .remote_control = nullptr,
+                            .interrupted = nullptr,
+                            .evaluate_expectations = true,
+                            .database_control = nullptr});
   std::vector<runner::ScenarioResult> results;
   std::vector<const scenario::Scenario*> pointers;
   t = Clock::now();

@@ -117,16 +117,13 @@ TEST_CASE("verdicts are computed from the closing measurement") {
   using policy::TemporalState;
   const steps::RecoveryResult time_unknown{.temporal_state = TemporalState::TimeUnknown,
                                            .decision = Decision::ReconcileFirst,
-                                           .reconcile_action = ReconcileAction::CompleteWithoutReplay,
-                                           .replayed = false};
+                                           .reconcile_action = ReconcileAction::CompleteWithoutReplay};
   const steps::RecoveryResult escalated{.temporal_state = TemporalState::Expired,
                                         .decision = Decision::ReconcileFirst,
-                                        .reconcile_action = ReconcileAction::HoldAndEscalate,
-                                        .replayed = false};
+                                        .reconcile_action = ReconcileAction::HoldAndEscalate};
   const steps::RecoveryResult reconciled{.temporal_state = TemporalState::Expired,
                                          .decision = Decision::ReconcileFirst,
-                                         .reconcile_action = ReconcileAction::CompleteWithoutReplay,
-                                         .replayed = false};
+                                         .reconcile_action = ReconcileAction::CompleteWithoutReplay};
   CHECK(runner::compute_verdict(delivered_once, one_recovery(time_unknown)) == runner::Verdict::Held);
   CHECK(runner::compute_verdict(delivered_once, one_recovery(escalated)) == runner::Verdict::Held);
   CHECK(runner::compute_verdict(delivered_once, one_recovery(reconciled)) == runner::Verdict::Safe);

@@ -141,30 +141,6 @@ int validate_files(const std::vector<std::string>& paths) {
 
 namespace {
 
-// What --remote-url and --database-url leave out: the steps that restart or
-// pause a service need one that skewbench started.
-bool control_steps_are_usable(const ServiceArgs& services, const std::vector<scenario::Scenario>& scenarios) {
-  if (services.remote_url) {
-    for (const auto& s : scenarios) {
-      if (s.needs_remote_control()) {
-        std::cerr << "skewbench: " << s.source
-                  << ": restart_remote and pause_remote need a remote-effect started by skewbench; drop --remote-url\n";
-        return false;
-      }
-    }
-  }
-  if (services.database_url) {
-    for (const auto& s : scenarios) {
-      if (s.needs_database_control()) {
-        std::cerr << "skewbench: " << s.source
-                  << ": restart_database needs a PostgreSQL started by skewbench; drop --database-url\n";
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
 // How a run in one session ended: every scenario ran, or an infrastructure
 // error stopped it, or Ctrl-C did.
 struct SessionEnd {
@@ -280,7 +256,10 @@ int run_scenarios(const RunArgs& args) {
   }
   if (!service_options_are_usable(args.services)) return exit_code::kUsage;
   if (!remote_modes_match(args.services, scenarios)) return exit_code::kUsage;
-  if (!control_steps_are_usable(args.services, scenarios)) return exit_code::kUsage;
+  if (const auto problem = runner::control_step_problem(args.services, scenarios)) {
+    std::cerr << "skewbench: " << *problem << "\n";
+    return exit_code::kUsage;
+  }
   std::vector<fs::path> inputs(args.paths.begin(), args.paths.end());
   for (const auto& s : scenarios) inputs.emplace_back(s.source);
   // Checked, locked and probed before any service starts; held to the end.

@@ -41,7 +41,7 @@ json read_json_file(const fs::path& path) {
 Verdict verdict_of(const json& row, const std::string& where) {
   const auto word = row.value("verdict", json(nullptr));
   const auto verdict = word.is_string() ? scenario::verdict_from_string(word.get<std::string>()) : std::nullopt;
-  if (!verdict) throw CannotCompare(where + ": verdict " + word.dump() + " is not SAFE, CONFLICT, HELD or ERROR");
+  if (!verdict) throw CannotCompare(where + ": verdict " + word.dump() + " is not " + scenario::verdict_words());
   return *verdict;
 }
 

@@ -239,16 +239,18 @@ auto PgOutbox::in_transaction(const char* what, F&& body) {
 
 // An outbox write is one prepared statement sent on its own, autocommit: one
 // round trip, no BEGIN or COMMIT. One statement is atomic, so a failure leaves
-// nothing of it behind, and one that changes no row fails as before.
+// nothing of it behind, and one that changes no row fails as before. Returns
+// what the statement answered (rows it RETURNs, if any).
 template <typename... Args>
-void PgOutbox::write_statement(const char* what, const char* statement, const std::string& operation_id,
+auto PgOutbox::write_statement(const char* what, const char* statement, const std::string& operation_id,
                                Args&&... args) {
-  bounded(what, [&] {
+  return bounded(what, [&] {
     pqxx::nontransaction tx(connection_->pq);
     ++wire_.round_trips;
     ++wire_.commits;
-    require_one_row(pq::exec_prepared(tx, statement, run_id_, operation_id, std::forward<Args>(args)...), statement,
-                    operation_id);
+    auto r = pq::exec_prepared(tx, statement, run_id_, operation_id, std::forward<Args>(args)...);
+    require_one_row(r, statement, operation_id);
+    return r;
   });
 }
 
@@ -366,14 +368,8 @@ void PgOutbox::declare_operation(const std::string& operation_id, std::int64_t b
 OutboxRow PgOutbox::commit_operation(const std::string& operation_id, const std::string& idempotency_key,
                                      std::int64_t ttl_s) {
   // The committed row comes back from the statement that wrote it: no read after.
-  return bounded("commit_operation", [&] {
-    pqxx::nontransaction tx(connection_->pq);
-    ++wire_.round_trips;
-    ++wire_.commits;
-    const auto r = pq::exec_prepared(tx, "commit_business", run_id_, operation_id, idempotency_key, ttl_s);
-    require_one_row(r, "commit_business", operation_id);
-    return outbox_row(operation_id, r[0]);
-  });
+  const auto r = write_statement("commit_operation", "commit_business", operation_id, idempotency_key, ttl_s);
+  return outbox_row(operation_id, r[0]);
 }
 
 void PgOutbox::record_attempt(const std::string& operation_id, std::int64_t logical_time_s) {

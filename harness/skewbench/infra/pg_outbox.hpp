@@ -66,7 +66,7 @@ class PgOutbox final : public OutboxApi {
   // Sends one prepared statement ($1 run id, $2 operation id, then args) on
   // its own, autocommit, and requires it to change exactly one row.
   template <typename... Args>
-  void write_statement(const char* what, const char* statement, const std::string& operation_id, Args&&... args);
+  auto write_statement(const char* what, const char* statement, const std::string& operation_id, Args&&... args);
   void connect();
   bool schema_is_current();
   void create_schema();

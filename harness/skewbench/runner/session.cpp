@@ -104,4 +104,20 @@ std::optional<std::string> remote_mode_problem(const StackOptions& services,
   return std::nullopt;
 }
 
+std::optional<std::string> control_step_problem(const StackOptions& services,
+                                                const std::vector<scenario::Scenario>& scenarios) {
+  for (const auto& s : scenarios) {
+    if (services.remote_url && s.needs_remote_control()) {
+      return s.source +
+             ": restart_remote and pause_remote need a remote-effect started by skewbench; drop --remote-url";
+    }
+  }
+  for (const auto& s : scenarios) {
+    if (services.database_url && s.needs_database_control()) {
+      return s.source + ": restart_database needs a PostgreSQL started by skewbench; drop --database-url";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace skewbench::runner

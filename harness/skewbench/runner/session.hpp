@@ -74,6 +74,12 @@ std::optional<std::string> service_options_problem(const StackOptions& services)
 std::optional<std::string> remote_mode_problem(const StackOptions& services,
                                                const std::vector<scenario::Scenario>& scenarios);
 
+// Against --remote-url or --database-url, a scenario with a step that
+// restarts or pauses that service, which needs one skewbench started; nothing
+// when every such step can run.
+std::optional<std::string> control_step_problem(const StackOptions& services,
+                                                const std::vector<scenario::Scenario>& scenarios);
+
 // The result of a scenario that never ran because of `error`: ERROR, every
 // expectation unmeasured, so no artifact can read it as a pass.
 ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& error);

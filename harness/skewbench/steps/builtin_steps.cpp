@@ -194,7 +194,6 @@ void replay_delivery(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) 
   if (ctx.bound_temporal_epoch) o["bound_temporal_epoch"] = *ctx.bound_temporal_epoch;
   auto delivered = deliver(ctx, time_s, false, out, ctx.bound_temporal_epoch);
   o["replayed"] = true;
-  out.recovery->replayed = true;
   o["transport_outcome"] = delivered["transport_outcome"];
   o["delivery"] = delivered["delivery"];
   if (delivered.contains("idempotency_key")) {

@@ -138,7 +138,6 @@ struct RecoveryResult {
   std::optional<policy::TemporalState> temporal_state;
   std::optional<policy::Decision> decision;
   std::optional<policy::ReconcileAction> reconcile_action;
-  bool replayed = false;
 
   // The recovery declined a time-based decision: the state was TIME_UNKNOWN,
   // or reconciliation held the operation and escalated.

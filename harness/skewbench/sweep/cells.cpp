@@ -8,6 +8,16 @@ namespace skewbench::sweep {
 
 using nlohmann::json;
 
+namespace {
+
+// A record whose cell ran to a verdict, rather than ending in ERROR (which a
+// resume runs again). Throws when the verdict is not a string.
+bool is_kept(const json& record) {
+  return record.at("verdict").get<std::string>() != scenario::to_string(scenario::Verdict::Error);
+}
+
+}  // namespace
+
 CellWriter::CellWriter(const std::string& path) : path_(path), out_(path, std::ios::trunc) {
   if (!out_) throw std::runtime_error("cannot open " + path + " for writing");
 }
@@ -39,7 +49,7 @@ PreviousCells::PreviousCells(const std::string& path, std::uint64_t cells_total)
       record = json::parse(line);
       const auto cell = record.at("cell").get<std::uint64_t>();
       if (cell >= cells_total) throw std::runtime_error("cell " + std::to_string(cell) + " is not in the grid");
-      if (record.at("verdict").get<std::string>() != scenario::to_string(scenario::Verdict::Error) && !kept_[cell]) {
+      if (is_kept(record) && !kept_[cell]) {
         kept_[cell] = true;
         ++kept_count_;
       }
@@ -54,8 +64,7 @@ json PreviousCells::take(std::uint64_t cell) {
   std::string line;
   while (std::getline(in_, line)) {
     auto record = json::parse(line);
-    if (record.at("cell").get<std::uint64_t>() == cell && record.at("verdict") != json(scenario::Verdict::Error))
-      return record;
+    if (record.at("cell").get<std::uint64_t>() == cell && is_kept(record)) return record;
   }
   throw std::runtime_error(path_ + " changed while the sweep resumed: cell " + std::to_string(cell) + " is gone");
 }
