@@ -41,6 +41,17 @@ constexpr const char* kSchema[] = {
     // Schema 2: named integers; temporal_epoch starts at 1 and only grows.
     "CREATE TABLE IF NOT EXISTS metadata (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
     "INSERT OR IGNORE INTO metadata(name, value) VALUES ('temporal_epoch', 1)",
+    // Schema 3: the number of key records, kept by triggers in the writing
+    // transaction (so a rolled-back POST or savepoint takes its change with
+    // it) and read in one step by /health, however many records the file
+    // holds. An upsert that updates a record fires no INSERT trigger. The
+    // first open at schema 3 counts the records already there, once.
+    "INSERT OR IGNORE INTO metadata(name, value)"
+    " SELECT 'idempotency_records', COUNT(*) FROM idempotency_records",
+    "CREATE TRIGGER IF NOT EXISTS idempotency_records_counted_in AFTER INSERT ON idempotency_records"
+    " BEGIN UPDATE metadata SET value = value + 1 WHERE name = 'idempotency_records'; END",
+    "CREATE TRIGGER IF NOT EXISTS idempotency_records_counted_out AFTER DELETE ON idempotency_records"
+    " BEGIN UPDATE metadata SET value = value - 1 WHERE name = 'idempotency_records'; END",
 };
 
 class Statement {
@@ -180,7 +191,8 @@ struct Store::Impl {
     select_epoch = std::make_unique<Statement>(db, "SELECT value FROM metadata WHERE name = 'temporal_epoch'");
     update_epoch = std::make_unique<Statement>(db, "UPDATE metadata SET value = ?1 WHERE name = 'temporal_epoch'");
     delete_record = std::make_unique<Statement>(db, "DELETE FROM idempotency_records WHERE idempotency_key = ?1");
-    count_records = std::make_unique<Statement>(db, "SELECT COUNT(*) FROM idempotency_records");
+    count_records =
+        std::make_unique<Statement>(db, "SELECT value FROM metadata WHERE name = 'idempotency_records'");
   }
 
   sqlite3* db;
@@ -252,8 +264,9 @@ Store::Store(const std::filesystem::path& path, SyncMode sync, DedupeMode dedupe
       if (!query.step()) {
         Statement insert(db, "INSERT INTO schema_version(version) VALUES (?1)");
         Query(insert).bind(1, std::int64_t{kSchemaVersion}).run();
-      } else if (query.int64(0) == 1) {
-        // Version 1 lacks only the metadata table, created above.
+      } else if (query.int64(0) == 1 || query.int64(0) == 2) {
+        // Version 1 lacks the metadata table, version 2 the record count and
+        // its triggers; both were created above.
         Statement update(db, "UPDATE schema_version SET version = ?1");
         Query(update).bind(1, std::int64_t{kSchemaVersion}).run();
       } else if (query.int64(0) != kSchemaVersion) {

@@ -112,8 +112,9 @@ class Store {
   static std::string sqlite_version();
 
   // The schema this build writes and understands.
-  // 2 added the metadata table (temporal_epoch); a version-1 file is upgraded.
-  static constexpr int kSchemaVersion = 2;
+  // 2 added the metadata table (temporal_epoch), 3 the key-record count kept
+  // by triggers; a version-1 or version-2 file is upgraded.
+  static constexpr int kSchemaVersion = 3;
 
  private:
   struct Impl;

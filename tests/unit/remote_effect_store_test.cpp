@@ -1,9 +1,12 @@
 // The remote-effect SQLite store on a temporary file: no process, no socket.
 
 #include <cstdint>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include <sqlite3.h>
 #include <catch2/catch_test_macros.hpp>
 
 #include "common/digest.hpp"
@@ -25,6 +28,31 @@ re::PostRequest post(std::string operation_id, std::string key, std::int64_t now
   request.drop_ack = drop_ack;
   request.body_sha256 = skewbench::sha256_hex(body);
   return request;
+}
+
+// Runs `sql` on the file through a connection of its own, as any SQLite client
+// could; returns the first column of the first row (0 when none).
+std::int64_t sql_on_file(const std::filesystem::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  std::int64_t value = 0;
+  char* message = nullptr;
+  const int rc = sqlite3_exec(
+      db, sql.c_str(),
+      [](void* out, int columns, char** values, char**) {
+        if (columns > 0 && values[0]) *static_cast<std::int64_t*>(out) = std::stoll(values[0]);
+        return 0;
+      },
+      &value, &message);
+  INFO(sql << ": " << (message ? message : ""));
+  sqlite3_free(message);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+  return value;
+}
+
+std::int64_t records_in_file(const std::filesystem::path& path) {
+  return sql_on_file(path, "SELECT COUNT(*) FROM idempotency_records");
 }
 
 }  // namespace
@@ -217,4 +245,69 @@ TEST_CASE("durable dedupe counts its key records in the file") {
   store.post(post("op-1", "key-1", 100, 60));
   CHECK(store.read("op-1").durable_idempotency_records == 1);
   CHECK(store.totals().durable_idempotency_records == 1);
+}
+
+TEST_CASE("the key-record total follows every committed write and none that rolled back") {
+  skewbench::TempDir dir("re-store");
+  const auto path = dir.path() / "state.db";
+  re::Store store(path, re::SyncMode::full);
+  const auto total_matches_file = [&] {
+    const auto total = store.totals().durable_idempotency_records;
+    CHECK(total == records_in_file(path));
+    return total;
+  };
+  CHECK(total_matches_file() == 0);
+  store.post(post("op-1", "key-1", 100, 10));
+  CHECK(total_matches_file() == 1);
+  CHECK(store.post(post("op-1", "key-1", 105, 10)).delivery == re::Delivery::deduplicated);
+  CHECK(total_matches_file() == 1);
+  // An expired key reused by another operation is rewritten, not added.
+  CHECK(store.post(post("op-2", "key-1", 110, 10)).delivery == re::Delivery::applied);
+  CHECK(total_matches_file() == 1);
+  store.post(post("op-2", "key-2", 110, 10));
+  store.post(post("op-3", "key-3", 110, 10));
+  CHECK(total_matches_file() == 3);
+  // Refused, and failed before its commit: neither counts.
+  CHECK(store.post(post("op-9", "key-2", 111)).delivery == re::Delivery::refused_other_operation);
+  CHECK_THROWS(store.post(post("op-4", "key-4", 111), [](const re::PostResult&) { throw std::runtime_error("x"); }));
+  CHECK(total_matches_file() == 3);
+  // In a group, the POST whose savepoint is rolled back takes its record with it.
+  std::vector<re::PostRequest> requests = {post("op-5", "key-5", 112), post("op-6", "key-6", 112),
+                                           post("op-7", "key-7", 112)};
+  std::vector<re::PendingPost> posts;
+  for (auto& r : requests) {
+    posts.push_back(re::PendingPost{.request = &r, .before_commit = {}, .result = std::nullopt, .error = nullptr});
+  }
+  posts[1].before_commit = [](const re::PostResult&) { throw std::runtime_error("no answer"); };
+  std::vector<re::PendingPost*> group = {&posts[0], &posts[1], &posts[2]};
+  store.post_group(group);
+  CHECK(posts[1].error);
+  CHECK(total_matches_file() == 5);
+  // GC removes op-2's two expired records.
+  CHECK(store.gc(re::GcRequest{.operation_id = "op-2", .logical_time_s = 200}).removed_records == 2);
+  CHECK(total_matches_file() == 3);
+}
+
+TEST_CASE("a version-2 state file is upgraded and counts the key records it already holds") {
+  skewbench::TempDir dir("re-store");
+  const auto path = dir.path() / "state.db";
+  {
+    re::Store store(path, re::SyncMode::full);
+    store.post(post("op-1", "key-1", 100, 60));
+    store.post(post("op-2", "key-2", 100, 60));
+  }
+  // What a version-2 build left: no count, no triggers.
+  sql_on_file(path,
+              "DROP TRIGGER idempotency_records_counted_in; DROP TRIGGER idempotency_records_counted_out; "
+              "DELETE FROM metadata WHERE name = 'idempotency_records'; UPDATE schema_version SET version = 2");
+  {
+    re::Store store(path, re::SyncMode::full);
+    CHECK(store.totals().durable_idempotency_records == 2);
+    store.post(post("op-3", "key-3", 100, 60));
+    CHECK(store.totals().durable_idempotency_records == 3);
+  }
+  CHECK(sql_on_file(path, "SELECT version FROM schema_version") == re::Store::kSchemaVersion);
+  re::Store reopened(path, re::SyncMode::full);
+  CHECK(reopened.totals().durable_idempotency_records == 3);
+  CHECK(records_in_file(path) == 3);
 }
