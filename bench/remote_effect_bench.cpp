@@ -12,6 +12,11 @@
 // how many POSTs the service committed per transaction (group commit), from
 // the post_commits counter of its /health before and after each run.
 //
+// GET /health is timed on state files already holding --health-records key
+// records each: the service creates its file, the records are inserted behind
+// it in one transaction, and it is started again on that file. Every scenario
+// skewbench runs asks /health once, so its cost must not grow with the file.
+//
 // Wall-clock time appears here only to measure; no decision depends on it.
 
 #include <algorithm>
@@ -156,6 +161,67 @@ void sqlite_exec(sqlite3* db, const char* sql) {
   }
 }
 
+struct HealthRun {
+  std::int64_t records = 0;
+  std::optional<std::int64_t> reported;  // durable_idempotency_records, as /health said
+  Latencies latency;
+};
+
+// GET /health, `requests` times on one keep-alive connection, on a state file
+// holding `records` key records. The service makes its own schema first, so any
+// build (an older one through --binary included) reads a file it knows.
+HealthRun measure_health(const std::string& binary, const std::filesystem::path& dir, std::int64_t records,
+                         int requests) {
+  skewbench::remote_effect::LaunchOptions launch;
+  launch.binary = binary;
+  launch.state_db = dir / ("health-" + std::to_string(records) + ".db");
+  launch.sync = "normal";
+  launch.stderr_path = (dir / ("health-" + std::to_string(records) + ".log")).string();
+  skewbench::remote_effect::RemoteEffectProcess service(launch);
+  if (service.stop() != 0) throw std::runtime_error("remote-effect did not stop cleanly after creating its schema");
+  {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(launch.state_db.c_str(), &db) != SQLITE_OK) {
+      sqlite3_close(db);
+      throw std::runtime_error("cannot open " + launch.state_db.string());
+    }
+    const std::string sql =
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " + std::to_string(records) +
+        ") INSERT INTO idempotency_records(idempotency_key, operation_id, created_at, expires_at, body_sha256) "
+        "SELECT 'health-' || i, 'health-op-' || i, 0, 60, '' FROM n";
+    try {
+      sqlite_exec(db, "BEGIN");
+      if (records > 0) sqlite_exec(db, sql.c_str());
+      sqlite_exec(db, "COMMIT");
+    } catch (...) {
+      sqlite3_close(db);
+      throw;
+    }
+    sqlite3_close(db);
+  }
+  service.restart();
+  HealthRun run;
+  run.records = records;
+  httplib::Client client(service.base_url());
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
+  for (int i = 0; i < requests; ++i) {
+    const auto t0 = Clock::now();
+    const auto result = client.Get("/health");
+    const auto t1 = Clock::now();
+    if (!result || result->status != 200) throw std::runtime_error("GET /health failed");
+    run.latency.samples_us.push_back(micros(t1 - t0));
+    if (i == 0) {
+      const auto health = json::parse(result->body, nullptr, false);
+      if (health.is_object() && health.contains("durable_idempotency_records")) {
+        run.reported = health["durable_idempotency_records"].get<std::int64_t>();
+      }
+    }
+  }
+  if (service.stop() != 0) throw std::runtime_error("remote-effect did not stop cleanly");
+  return run;
+}
+
 // One INSERT in its own transaction, `commits` times, on a fresh WAL file.
 FloorRun measure_floor(const std::filesystem::path& path, const std::string& sync, int commits) {
   sqlite3* db = nullptr;
@@ -264,6 +330,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> syncs = {"full", "normal"};
   int floor_commits = 1000;
   std::string state_dir;
+  std::vector<std::int64_t> health_records = {0, 100'000};
   bool as_json = false;
   app.add_option("--binary", binary, "The remote-effect executable")->capture_default_str();
   app.add_option("--requests-per-client", requests_per_client, "POSTs sent by each client")
@@ -279,6 +346,10 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", state_dir,
                  "Directory for the state files (default: TMPDIR or /tmp); its filesystem is "
                  "what the figures measure");
+  app.add_option("--health-records", health_records,
+                 "Key records in the state file for the GET /health timing (e.g. 0 100000)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{100'000'000}));
   app.add_flag("--json", as_json, "Print one JSON document instead of the table");
   std::vector<int> clients;
   try {
@@ -316,6 +387,9 @@ int main(int argc, char** argv) {
         throw std::runtime_error("remote-effect (--sync " + sync + ") exited with code " + std::to_string(code));
       }
     }
+
+    std::vector<HealthRun> health_runs;
+    for (const auto records : health_records) health_runs.push_back(measure_health(binary, dir.path(), records, 200));
 
     std::vector<FloorRun> floor_runs;
     for (const auto& sync : syncs) {
@@ -392,6 +466,13 @@ int main(int argc, char** argv) {
         }
       }
       out["overhead_p50_1_client_over_floor"] = overhead;
+      out["health"] = json::array();
+      for (const auto& run : health_runs) {
+        out["health"].push_back({{"records", run.records},
+                                 {"reported_records", run.reported ? json(*run.reported) : json(nullptr)},
+                                 {"p50_us", run.latency.percentile(50)},
+                                 {"p99_us", run.latency.percentile(99)}});
+      }
       std::cout << out.dump(2) << std::endl;
       return total_errors > 0 ? 1 : 0;
     }
@@ -424,6 +505,13 @@ int main(int argc, char** argv) {
         std::printf("  %-7s %.2fx  (%.0f us vs %.0f us)\n", run.sync.c_str(), run.latency.percentile(50) / *floor,
                     run.latency.percentile(50), *floor);
       }
+    }
+    std::printf("\nGET /health on a state file holding N key records (200 requests, one keep-alive connection)\n");
+    std::printf("%10s %10s %9s %9s\n", "records", "reported", "p50_us", "p99_us");
+    for (const auto& run : health_runs) {
+      std::printf("%10lld %10s %9.0f %9.0f\n", static_cast<long long>(run.records),
+                  run.reported ? std::to_string(*run.reported).c_str() : "-", run.latency.percentile(50),
+                  run.latency.percentile(99));
     }
     return total_errors > 0 ? 1 : 0;
   } catch (const std::exception& e) {
