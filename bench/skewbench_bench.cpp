@@ -13,7 +13,9 @@
 //      adapter counts what it sends (PgOutbox::wire_count), and the measured
 //      time is divided by the time those round trips take at the floor: a
 //      round trip that commits at the autocommit write's, any other at the
-//      prepared statement's;
+//      prepared statement's; and next to that, each run's own round trips
+//      replayed bare in the same order right after it (BareReplay), a floor
+//      that holds the cost of switching between the services;
 //   4. sweep throughput in cells/s with 1, 2, 4 and 8 jobs on the shipped grid;
 //   5. the peak RSS of `skewbench sweep` for growing cell counts (it streams,
 //      so the figure should stay flat).
@@ -22,13 +24,16 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <httplib.h>
@@ -103,6 +108,17 @@ struct PgWire {
   std::uint64_t commits = 0;  // of the round trips, those that commit
 };
 
+// One call a scenario made, as the decorators saw it: its kind, the
+// PostgreSQL wire round trips it cost (of them, those that commit), and, for
+// a POST, whether it asked the remote to drop its answer.
+struct Call {
+  Kind kind = kPgRead;
+  std::uint64_t pg_round_trips = 0;
+  std::uint64_t pg_commits = 0;
+  bool drop_ack = false;
+};
+using CallLog = std::vector<Call>;
+
 // The floor, in mean microseconds.
 struct Floor {
   double pg_round_trip = 0;  // a prepared statement that commits nothing
@@ -128,17 +144,22 @@ auto timed(Counts& counts, Times& times, Kind kind, F&& call) {
 // Decorators that count and time every round trip a scenario makes.
 class CountingRemote final : public infra::RemoteApi {
  public:
-  CountingRemote(infra::RemoteApi& inner, Counts& counts, Times& times) : inner_(inner), c_(counts), t_(times) {}
+  CountingRemote(infra::RemoteApi& inner, Counts& counts, Times& times, CallLog& log)
+      : inner_(inner), c_(counts), t_(times), log_(log) {}
   infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
+    log_.push_back({.kind = kHttpPost, .pg_round_trips = 0, .pg_commits = 0, .drop_ack = r.drop_ack});
     return timed(c_, t_, kHttpPost, [&] { return inner_.post_effect(r); });
   }
   infra::HttpExchange status(const std::string& op, std::int64_t t) override {
+    log_.push_back({.kind = kHttpGet, .pg_round_trips = 0, .pg_commits = 0, .drop_ack = false});
     return timed(c_, t_, kHttpGet, [&] { return inner_.status(op, t); });
   }
   json health() override {
+    log_.push_back({.kind = kHttpGet, .pg_round_trips = 0, .pg_commits = 0, .drop_ack = false});
     return timed(c_, t_, kHttpGet, [&] { return inner_.health(); });
   }
   infra::HttpExchange gc(const std::string& op, std::int64_t t) override {
+    log_.push_back({.kind = kHttpPost, .pg_round_trips = 0, .pg_commits = 0, .drop_ack = false});
     return timed(c_, t_, kHttpPost, [&] { return inner_.gc(op, t); });
   }
 
@@ -146,6 +167,7 @@ class CountingRemote final : public infra::RemoteApi {
   infra::RemoteApi& inner_;
   Counts& c_;
   Times& t_;
+  CallLog& log_;
 };
 
 // Counts calls and, from the adapter's own counter, the wire round trips
@@ -159,17 +181,22 @@ class CountingOutbox final : public infra::OutboxApi {
       const infra::PgOutbox& inner;
       const infra::PgOutbox::WireCount before;
       PgWire& wire;
+      CallLog& log;
+      Kind kind;
       ~Tally() {
-        wire.round_trips += inner.wire_count().round_trips - before.round_trips;
-        wire.commits += inner.wire_count().commits - before.commits;
+        const auto round_trips = inner.wire_count().round_trips - before.round_trips;
+        const auto commits = inner.wire_count().commits - before.commits;
+        wire.round_trips += round_trips;
+        wire.commits += commits;
+        log.push_back({.kind = kind, .pg_round_trips = round_trips, .pg_commits = commits, .drop_ack = false});
       }
-    } tally{inner_, before, wire_};
+    } tally{inner_, before, wire_, log_, kind};
     return timed(c_, t_, kind, std::forward<F>(body));
   }
 
  public:
-  CountingOutbox(infra::PgOutbox& inner, Counts& counts, Times& times, PgWire& wire)
-      : inner_(inner), c_(counts), t_(times), wire_(wire) {}
+  CountingOutbox(infra::PgOutbox& inner, Counts& counts, Times& times, PgWire& wire, CallLog& log)
+      : inner_(inner), c_(counts), t_(times), wire_(wire), log_(log) {}
   void declare_operation(const std::string& op, std::int64_t version) override {
     call(kPgWrite, [&] { inner_.declare_operation(op, version); });
   }
@@ -195,6 +222,7 @@ class CountingOutbox final : public infra::OutboxApi {
   Counts& c_;
   Times& t_;
   PgWire& wire_;
+  CallLog& log_;
 };
 
 Floor measure_floor(const std::string& database_url, const std::string& remote_url, int n) {
@@ -261,6 +289,53 @@ void measure_adapter_read(infra::PgOutbox& outbox, int n) {
               read.median(), read.p99());
 }
 
+// The round trips of one scenario run, bare and in the run's order: each
+// PostgreSQL round trip as the floor's statement (one that commits as the
+// autocommit INSERT, any other as the prepared SELECT), each GET as GET
+// /health, each POST as a POST /effects of a fresh key, with X-Drop-Ack when
+// the scenario's POST had it (so the next call reconnects, as the scenario's
+// did). Unlike the floor's loops, which repeat one kind of call, this replays
+// the mix, so the machine's cost of switching between the services (a
+// process waking on each) is in the floor as it is in the scenario.
+class BareReplay {
+ public:
+  BareReplay(const std::string& database_url, const std::string& remote_url)
+      : pg_(database_url), remote_(remote_url), prefix_("replay-" + runner::new_run_id() + "-") {
+    pg_.prepare("floor_select", "SELECT $1::bigint");
+    pg_.prepare("floor_insert", "INSERT INTO skewbench_bench.floor (v) VALUES ($1)");
+  }
+
+  // Microseconds the replay of `log` took.
+  double run_us(const CallLog& log) {
+    const auto t = Clock::now();
+    for (const auto& call : log) {
+      for (std::uint64_t i = 0; i < call.pg_round_trips; ++i) {
+        pqxx::nontransaction tx(pg_);
+        infra::pq::exec_prepared(tx, i < call.pg_commits ? "floor_insert" : "floor_select",
+                                 static_cast<std::int64_t>(i));
+      }
+      if (call.kind == kHttpGet) remote_.health();
+      if (call.kind == kHttpPost) {
+        const auto id = prefix_ + std::to_string(++posts_);
+        remote_.post_effect({.operation_id = id,
+                             .idempotency_key = id,
+                             .ttl_s = 60,
+                             .logical_time_s = 1'000'000,
+                             .drop_ack = call.drop_ack,
+                             .body = "{}",
+                             .expected_temporal_epoch = std::nullopt});
+      }
+    }
+    return micros(Clock::now() - t);
+  }
+
+ private:
+  pqxx::connection pg_;
+  infra::HttpRemote remote_;
+  std::string prefix_;
+  std::uint64_t posts_ = 0;
+};
+
 // The scenarios a run against external services can run: those that neither
 // restart nor pause a service.
 std::vector<scenario::Scenario> external_service_scenarios(const std::string& scenario_dir) {
@@ -286,17 +361,21 @@ struct ScenarioFigures {
   PgWire wire;      // PostgreSQL round trips of the last run
   Times total_times{};
   Stats stats;
+  Stats replay;  // the bare replay of each run's round trips
 };
 
+// Runs the scenario `repeats` times, each run followed by the bare replay of
+// its round trips, so both meet the machine in the same state.
 ScenarioFigures run_scenario(const scenario::Scenario& s, infra::RemoteApi& remote, infra::PgOutbox& outbox,
-                             int repeats) {
+                             BareReplay& replay, int repeats) {
   ScenarioFigures f;
   for (int i = 0; i < repeats; ++i) {
     f.counts.fill(0);
     f.wire = {};
     Times times{};
-    CountingRemote counting_remote(remote, f.counts, times);
-    CountingOutbox counting_outbox(outbox, f.counts, times, f.wire);
+    CallLog log;
+    CountingRemote counting_remote(remote, f.counts, times, log);
+    CountingOutbox counting_outbox(outbox, f.counts, times, f.wire, log);
     runner::ScenarioRunner r(counting_remote, counting_outbox,
                              {.run_id = runner::new_run_id(),
                               .remote_control = nullptr,
@@ -312,26 +391,34 @@ ScenarioFigures run_scenario(const scenario::Scenario& s, infra::RemoteApi& remo
                    result.error.value_or("a check failed").c_str());
       std::exit(3);
     }
+    f.replay.samples_us.push_back(replay.run_us(log));
   }
   return f;
 }
 
-void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, infra::PgOutbox& outbox, int repeats,
-                     const Floor& floor) {
+void bench_scenarios(const std::string& scenario_dir, const runner::Stack& stack, infra::RemoteApi& remote,
+                     infra::PgOutbox& outbox, int repeats, const Floor& floor) {
   std::printf("\nscenarios needing no service control, warm, %d runs each; calls, and PostgreSQL wire round trips\n",
               repeats);
-  std::printf("  %-31s %7s %8s %6s %7s %8s %9s %10s %10s %10s %7s\n", "scenario", "pg_read", "pg_write", "pg_rt",
-              "commits", "http_get", "http_post", "mean_us", "p99_us", "floor_us", "ratio");
+  std::printf("  %-31s %7s %8s %6s %7s %8s %9s %10s %10s %10s %7s %10s %7s\n", "scenario", "pg_read", "pg_write",
+              "pg_rt", "commits", "http_get", "http_post", "mean_us", "p99_us", "floor_us", "ratio", "replay_us",
+              "ratio");
+  BareReplay replay(stack.database_url(), stack.remote_url());
   PgWire all_wire;
+  double all_mean_us = 0;
+  double all_replay_us = 0;
   for (const auto& s : external_service_scenarios(scenario_dir)) {
-    const auto f = run_scenario(s, remote, outbox, repeats);
+    const auto f = run_scenario(s, remote, outbox, replay, repeats);
     all_wire.round_trips += f.wire.round_trips;
     all_wire.commits += f.wire.commits;
+    all_mean_us += f.stats.mean();
+    all_replay_us += f.replay.mean();
     const double implied = implied_floor_us(f.wire, f.counts, floor);
-    std::printf("  %-31s %7d %8d %6llu %7llu %8d %9d %10.1f %10.1f %10.1f %6.2fx\n", s.id.c_str(), f.counts[kPgRead],
-                f.counts[kPgWrite], static_cast<unsigned long long>(f.wire.round_trips),
+    std::printf("  %-31s %7d %8d %6llu %7llu %8d %9d %10.1f %10.1f %10.1f %6.2fx %10.1f %6.2fx\n", s.id.c_str(),
+                f.counts[kPgRead], f.counts[kPgWrite], static_cast<unsigned long long>(f.wire.round_trips),
                 static_cast<unsigned long long>(f.wire.commits), f.counts[kHttpGet], f.counts[kHttpPost],
-                f.stats.mean(), f.stats.p99(), implied, f.stats.mean() / implied);
+                f.stats.mean(), f.stats.p99(), implied, f.stats.mean() / implied, f.replay.mean(),
+                f.stats.mean() / f.replay.mean());
     // Where the time went: mean time per call of each kind, and what the
     // driver spent outside them (parsing, JSON, bookkeeping).
     const char* names[kKinds] = {"pg_read", "pg_write", "http_get", "http_post"};
@@ -344,8 +431,10 @@ void bench_scenarios(const std::string& scenario_dir, infra::RemoteApi& remote, 
     const double outside_us = f.stats.mean() - inside_us;
     std::printf(" outside calls %.0f (%.1f%%)\n", outside_us, 100.0 * outside_us / f.stats.mean());
   }
-  std::printf("  all scenarios: %llu PostgreSQL round trips, %llu of them commits\n",
-              static_cast<unsigned long long>(all_wire.round_trips), static_cast<unsigned long long>(all_wire.commits));
+  std::printf("  all scenarios: %llu PostgreSQL round trips, %llu of them commits; %.1f ms against %.1f ms replayed "
+              "bare = %.2fx\n",
+              static_cast<unsigned long long>(all_wire.round_trips), static_cast<unsigned long long>(all_wire.commits),
+              all_mean_us / 1000.0, all_replay_us / 1000.0, all_mean_us / all_replay_us);
 }
 
 void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
@@ -431,15 +520,23 @@ int run_quietly(const std::vector<std::string>& argv) {
 }
 
 struct PhaseStats {
-  Stats version, whole, pg_connect, pg_outbox, http_connect, scenarios, evidence;
+  Stats version, whole, pg_connect, pg_first_statement, pg_outbox, http_connect, scenarios, evidence;
 };
 
 // One in-process pass through what `skewbench run` does, each phase timed.
 void measure_phases_once(const std::vector<scenario::Scenario>& scenarios, const runner::Stack& stack,
                          PhaseStats& stats) {
   auto t = Clock::now();
-  { pqxx::connection bare(infra::libpq_connection_string(stack.database_url(), 30)); }
-  stats.pg_connect.samples_us.push_back(micros(Clock::now() - t));
+  {
+    pqxx::connection bare(infra::libpq_connection_string(stack.database_url(), 30));
+    stats.pg_connect.samples_us.push_back(micros(Clock::now() - t));
+    // What a new backend's first statement costs, whatever it asks: the
+    // server loads its caches for it.
+    t = Clock::now();
+    pqxx::nontransaction tx(bare);
+    infra::pq::exec0(tx, "SELECT 1");
+    stats.pg_first_statement.samples_us.push_back(micros(Clock::now() - t));
+  }
   const auto run_id = runner::new_run_id();
   t = Clock::now();
   infra::PgOutbox outbox(stack.database_url(), run_id);
@@ -515,6 +612,7 @@ void bench_process(const std::string& skewbench_bin, const std::string& scenario
       {"whole process: skewbench run", &stats.whole},
       {"bare process start: skewbench --version", &stats.version},
       {"in-process: PostgreSQL connect (libpq only)", &stats.pg_connect},
+      {"in-process: then SELECT 1 (a new backend's first)", &stats.pg_first_statement},
       {"in-process: outbox open (connect + schema check)", &stats.pg_outbox},
       {"in-process: HTTP connect + GET /health", &stats.http_connect},
       {"in-process: the scenarios", &stats.scenarios},
@@ -563,7 +661,7 @@ int main(int argc, char** argv) {
     measure_adapter_read(outbox, floor_iterations);
     const std::string scenario_dir = std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios";
     bench_process(skewbench_bin, scenario_dir, stack, process_runs);
-    bench_scenarios(scenario_dir, remote, outbox, repeats, floor);
+    bench_scenarios(scenario_dir, stack, remote, outbox, repeats, floor);
     if (!skip_sweep) {
       bench_sweep(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-offset-by-epsilon.json", stack);
       bench_rss(skewbench_bin, std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-base.json", stack, rss_cells);
