@@ -45,9 +45,11 @@ constexpr const char* kSchema[] = {
     // transaction (so a rolled-back POST or savepoint takes its change with
     // it) and read in one step by /health, however many records the file
     // holds. An upsert that updates a record fires no INSERT trigger. The
-    // first open at schema 3 counts the records already there, once.
-    "INSERT OR IGNORE INTO metadata(name, value)"
-    " SELECT 'idempotency_records', COUNT(*) FROM idempotency_records",
+    // records already there are counted when the row is missing: on the
+    // first open at schema 3, not on later ones.
+    "INSERT INTO metadata(name, value)"
+    " SELECT 'idempotency_records', (SELECT COUNT(*) FROM idempotency_records)"
+    " WHERE NOT EXISTS (SELECT 1 FROM metadata WHERE name = 'idempotency_records')",
     "CREATE TRIGGER IF NOT EXISTS idempotency_records_counted_in AFTER INSERT ON idempotency_records"
     " BEGIN UPDATE metadata SET value = value + 1 WHERE name = 'idempotency_records'; END",
     "CREATE TRIGGER IF NOT EXISTS idempotency_records_counted_out AFTER DELETE ON idempotency_records"
@@ -191,8 +193,7 @@ struct Store::Impl {
     select_epoch = std::make_unique<Statement>(db, "SELECT value FROM metadata WHERE name = 'temporal_epoch'");
     update_epoch = std::make_unique<Statement>(db, "UPDATE metadata SET value = ?1 WHERE name = 'temporal_epoch'");
     delete_record = std::make_unique<Statement>(db, "DELETE FROM idempotency_records WHERE idempotency_key = ?1");
-    count_records =
-        std::make_unique<Statement>(db, "SELECT value FROM metadata WHERE name = 'idempotency_records'");
+    count_records = std::make_unique<Statement>(db, "SELECT value FROM metadata WHERE name = 'idempotency_records'");
   }
 
   sqlite3* db;
@@ -510,7 +511,8 @@ StoreTotals Store::totals() {
   totals.temporal_epoch = epoch_locked();
   totals.post_commits = post_commits_;
   Query query(*impl_->count_records);
-  if (query.step()) totals.durable_idempotency_records = query.int64(0);
+  if (!query.step()) throw StoreError("the metadata table has no idempotency_records row");
+  totals.durable_idempotency_records = query.int64(0);
   return totals;
 }
 

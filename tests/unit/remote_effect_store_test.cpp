@@ -34,7 +34,10 @@ re::PostRequest post(std::string operation_id, std::string key, std::int64_t now
 // could; returns the first column of the first row (0 when none).
 std::int64_t sql_on_file(const std::filesystem::path& path, const std::string& sql) {
   sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+    sqlite3_close(db);
+    FAIL("cannot open " << path);
+  }
   std::int64_t value = 0;
   char* message = nullptr;
   const int rc = sqlite3_exec(
@@ -53,6 +56,11 @@ std::int64_t sql_on_file(const std::filesystem::path& path, const std::string& s
 
 std::int64_t records_in_file(const std::filesystem::path& path) {
   return sql_on_file(path, "SELECT COUNT(*) FROM idempotency_records");
+}
+
+// The number the triggers keep, read from the file itself.
+std::int64_t records_kept(const std::filesystem::path& path) {
+  return sql_on_file(path, "SELECT value FROM metadata WHERE name = 'idempotency_records'");
 }
 
 }  // namespace
@@ -254,6 +262,7 @@ TEST_CASE("the key-record total follows every committed write and none that roll
   const auto total_matches_file = [&] {
     const auto total = store.totals().durable_idempotency_records;
     CHECK(total == records_in_file(path));
+    CHECK(total == records_kept(path));
     return total;
   };
   CHECK(total_matches_file() == 0);
@@ -310,4 +319,45 @@ TEST_CASE("a version-2 state file is upgraded and counts the key records it alre
   re::Store reopened(path, re::SyncMode::full);
   CHECK(reopened.totals().durable_idempotency_records == 3);
   CHECK(records_in_file(path) == 3);
+  CHECK(records_kept(path) == 3);
+}
+
+TEST_CASE("a version-1 state file is upgraded: epoch 1, and the key records it holds are counted") {
+  skewbench::TempDir dir("re-store");
+  const auto path = dir.path() / "state.db";
+  {
+    re::Store store(path, re::SyncMode::full);
+    store.post(post("op-1", "key-1", 100, 60));
+    store.post(post("op-2", "key-2", 100, 60));
+  }
+  // What a version-1 build left: no metadata table, no triggers.
+  sql_on_file(path,
+              "DROP TRIGGER idempotency_records_counted_in; DROP TRIGGER idempotency_records_counted_out; "
+              "DROP TABLE metadata; UPDATE schema_version SET version = 1");
+  re::Store store(path, re::SyncMode::full);
+  CHECK(store.totals().temporal_epoch == 1);
+  CHECK(store.totals().durable_idempotency_records == 2);
+  CHECK(store.gc(re::GcRequest{.operation_id = "op-1", .logical_time_s = 160}).removed_records == 1);
+  CHECK(store.totals().durable_idempotency_records == 1);
+  CHECK(records_kept(path) == 1);
+  CHECK(sql_on_file(path, "SELECT version FROM schema_version") == re::Store::kSchemaVersion);
+}
+
+TEST_CASE("a state file of another schema version is refused and left as it was") {
+  skewbench::TempDir dir("re-store");
+  const auto path = dir.path() / "state.db";
+  { re::Store store(path, re::SyncMode::full); }
+  sql_on_file(path,
+              "DROP TRIGGER idempotency_records_counted_in; DROP TRIGGER idempotency_records_counted_out; "
+              "DELETE FROM metadata WHERE name = 'idempotency_records'; UPDATE schema_version SET version = 99");
+  try {
+    re::Store store(path, re::SyncMode::full);
+    FAIL("a version-99 file was opened");
+  } catch (const re::StoreError& e) {
+    CHECK(std::string(e.what()).find("schema version 99 is not the version this build understands (" +
+                                     std::to_string(re::Store::kSchemaVersion) + ")") != std::string::npos);
+  }
+  CHECK(sql_on_file(path, "SELECT version FROM schema_version") == 99);
+  CHECK(sql_on_file(path, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'") == 0);
+  CHECK(sql_on_file(path, "SELECT COUNT(*) FROM metadata WHERE name = 'idempotency_records'") == 0);
 }
