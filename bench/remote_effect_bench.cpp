@@ -213,7 +213,8 @@ HealthRun measure_health(const std::string& binary, const std::filesystem::path&
     run.latency.samples_us.push_back(micros(t1 - t0));
     if (i == 0) {
       const auto health = json::parse(result->body, nullptr, false);
-      if (health.is_object() && health.contains("durable_idempotency_records")) {
+      if (health.is_object() && health.contains("durable_idempotency_records") &&
+          health["durable_idempotency_records"].is_number_integer()) {
         run.reported = health["durable_idempotency_records"].get<std::int64_t>();
       }
     }
@@ -389,6 +390,8 @@ int main(int argc, char** argv) {
     }
 
     std::vector<HealthRun> health_runs;
+    std::sort(health_records.begin(), health_records.end());
+    health_records.erase(std::unique(health_records.begin(), health_records.end()), health_records.end());
     for (const auto records : health_records) health_runs.push_back(measure_health(binary, dir.path(), records, 200));
 
     std::vector<FloorRun> floor_runs;
@@ -405,6 +408,13 @@ int main(int argc, char** argv) {
     }
     int total_errors = 0;
     for (const auto& run : service_runs) total_errors += run.errors;
+    for (const auto& run : health_runs) {
+      if (run.reported && *run.reported != run.records) {
+        ++total_errors;
+        warnings.push_back("/health reported " + std::to_string(*run.reported) + " key records for a file holding " +
+                           std::to_string(run.records));
+      }
+    }
     if (total_errors > 0) {
       warnings.push_back(std::to_string(total_errors) + " requests failed; their latencies are excluded");
     }
