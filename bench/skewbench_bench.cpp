@@ -225,17 +225,35 @@ class CountingOutbox final : public infra::OutboxApi {
   CallLog& log_;
 };
 
-Floor measure_floor(const std::string& database_url, const std::string& remote_url, int n) {
-  pqxx::connection c(database_url);
+// The floor's PostgreSQL statements on `c`: floor_select (a round trip that
+// commits nothing) and floor_insert (a write to a logged table, like the
+// outbox, so its commit waits for the WAL flush).
+void prepare_floor_statements(pqxx::connection& c) {
   {
     pqxx::work tx(c);
-    // A logged table, like the outbox: its commit waits for the WAL flush.
     infra::pq::exec0(tx, "CREATE SCHEMA IF NOT EXISTS skewbench_bench");
     infra::pq::exec0(tx, "CREATE TABLE IF NOT EXISTS skewbench_bench.floor (v bigint)");
     tx.commit();
   }
   c.prepare("floor_select", "SELECT $1::bigint");
   c.prepare("floor_insert", "INSERT INTO skewbench_bench.floor (v) VALUES ($1)");
+}
+
+// The floor's POST: a new operation and key, so the remote applies it and
+// commits durably.
+void post_new_effect(infra::HttpRemote& remote, const std::string& id, bool drop_ack) {
+  remote.post_effect({.operation_id = id,
+                      .idempotency_key = id,
+                      .ttl_s = 60,
+                      .logical_time_s = 1'000'000,
+                      .drop_ack = drop_ack,
+                      .body = "{}",
+                      .expected_temporal_epoch = std::nullopt});
+}
+
+Floor measure_floor(const std::string& database_url, const std::string& remote_url, int n) {
+  pqxx::connection c(database_url);
+  prepare_floor_statements(c);
   const auto pg_read = measure(n, [&](int i) {
     pqxx::nontransaction tx(c);
     infra::pq::exec_prepared(tx, "floor_select", static_cast<std::int64_t>(i));
@@ -251,16 +269,8 @@ Floor measure_floor(const std::string& database_url, const std::string& remote_u
   });
   infra::HttpRemote remote(remote_url);
   const auto http_get = measure(n, [&](int) { remote.health(); });
-  const auto http_post = measure(n, [&](int i) {
-    const auto id = "floor-" + runner::new_run_id() + "-" + std::to_string(i);
-    remote.post_effect({.operation_id = id,
-                        .idempotency_key = id,
-                        .ttl_s = 60,
-                        .logical_time_s = 1'000'000,
-                        .drop_ack = false,
-                        .body = "{}",
-                        .expected_temporal_epoch = std::nullopt});
-  });
+  const auto http_post = measure(
+      n, [&](int i) { post_new_effect(remote, "floor-" + runner::new_run_id() + "-" + std::to_string(i), false); });
   // Costs add up, so the floor a scenario implies is a sum of means.
   std::printf("floor (%d iterations each)                          mean_us  median_us     p99_us\n", n);
   const std::pair<const char*, const Stats*> rows[] = {
@@ -303,14 +313,7 @@ class BareReplay {
  public:
   BareReplay(const std::string& database_url, const std::string& remote_url)
       : pg_(database_url), remote_(remote_url), prefix_("replay-" + runner::new_run_id() + "-") {
-    {
-      pqxx::work tx(pg_);
-      infra::pq::exec0(tx, "CREATE SCHEMA IF NOT EXISTS skewbench_bench");
-      infra::pq::exec0(tx, "CREATE TABLE IF NOT EXISTS skewbench_bench.floor (v bigint)");
-      tx.commit();
-    }
-    pg_.prepare("floor_select", "SELECT $1::bigint");
-    pg_.prepare("floor_insert", "INSERT INTO skewbench_bench.floor (v) VALUES ($1)");
+    prepare_floor_statements(pg_);
   }
 
   // Microseconds the replay of `log` took.
@@ -323,16 +326,7 @@ class BareReplay {
                                  static_cast<std::int64_t>(i));
       }
       if (call.kind == kHttpGet) remote_.health();
-      if (call.kind == kHttpPost) {
-        const auto id = prefix_ + std::to_string(++posts_);
-        remote_.post_effect({.operation_id = id,
-                             .idempotency_key = id,
-                             .ttl_s = 60,
-                             .logical_time_s = 1'000'000,
-                             .drop_ack = call.drop_ack,
-                             .body = "{}",
-                             .expected_temporal_epoch = std::nullopt});
-      }
+      if (call.kind == kHttpPost) post_new_effect(remote_, prefix_ + std::to_string(++posts_), call.drop_ack);
     }
     return micros(Clock::now() - t);
   }

@@ -58,6 +58,19 @@ std::int64_t records_in_file(const std::filesystem::path& path) {
   return sql_on_file(path, "SELECT COUNT(*) FROM idempotency_records");
 }
 
+// A state file holding two key records (op-1/key-1 and op-2/key-2, created at
+// 100 with a 60 s TTL), made by this build and then taken back to what an
+// older build left: `downgrade` is the SQL that removes what it lacked.
+void older_file_with_two_records(const std::filesystem::path& path, const std::string& downgrade) {
+  {
+    re::Store store(path, re::SyncMode::full);
+    store.post(post("op-1", "key-1", 100, 60));
+    store.post(post("op-2", "key-2", 100, 60));
+  }
+  sql_on_file(
+      path, "DROP TRIGGER idempotency_records_counted_in; DROP TRIGGER idempotency_records_counted_out; " + downgrade);
+}
+
 // The number the triggers keep, read from the file itself.
 std::int64_t records_kept(const std::filesystem::path& path) {
   return sql_on_file(path, "SELECT value FROM metadata WHERE name = 'idempotency_records'");
@@ -300,15 +313,10 @@ TEST_CASE("the key-record total follows every committed write and none that roll
 TEST_CASE("a version-2 state file is upgraded and counts the key records it already holds") {
   skewbench::TempDir dir("re-store");
   const auto path = dir.path() / "state.db";
-  {
-    re::Store store(path, re::SyncMode::full);
-    store.post(post("op-1", "key-1", 100, 60));
-    store.post(post("op-2", "key-2", 100, 60));
-  }
-  // What a version-2 build left: no count, no triggers.
-  sql_on_file(path,
-              "DROP TRIGGER idempotency_records_counted_in; DROP TRIGGER idempotency_records_counted_out; "
-              "DELETE FROM metadata WHERE name = 'idempotency_records'; UPDATE schema_version SET version = 2");
+  // A version-2 build kept no count and had no triggers.
+  older_file_with_two_records(path,
+                              "DELETE FROM metadata WHERE name = 'idempotency_records'; "
+                              "UPDATE schema_version SET version = 2");
   {
     re::Store store(path, re::SyncMode::full);
     CHECK(store.totals().durable_idempotency_records == 2);
@@ -325,15 +333,8 @@ TEST_CASE("a version-2 state file is upgraded and counts the key records it alre
 TEST_CASE("a version-1 state file is upgraded: epoch 1, and the key records it holds are counted") {
   skewbench::TempDir dir("re-store");
   const auto path = dir.path() / "state.db";
-  {
-    re::Store store(path, re::SyncMode::full);
-    store.post(post("op-1", "key-1", 100, 60));
-    store.post(post("op-2", "key-2", 100, 60));
-  }
-  // What a version-1 build left: no metadata table, no triggers.
-  sql_on_file(path,
-              "DROP TRIGGER idempotency_records_counted_in; DROP TRIGGER idempotency_records_counted_out; "
-              "DROP TABLE metadata; UPDATE schema_version SET version = 1");
+  // A version-1 build had no metadata table and no triggers.
+  older_file_with_two_records(path, "DROP TABLE metadata; UPDATE schema_version SET version = 1");
   re::Store store(path, re::SyncMode::full);
   CHECK(store.totals().temporal_epoch == 1);
   CHECK(store.totals().durable_idempotency_records == 2);
@@ -346,10 +347,9 @@ TEST_CASE("a version-1 state file is upgraded: epoch 1, and the key records it h
 TEST_CASE("a state file of another schema version is refused and left as it was") {
   skewbench::TempDir dir("re-store");
   const auto path = dir.path() / "state.db";
-  { re::Store store(path, re::SyncMode::full); }
-  sql_on_file(path,
-              "DROP TRIGGER idempotency_records_counted_in; DROP TRIGGER idempotency_records_counted_out; "
-              "DELETE FROM metadata WHERE name = 'idempotency_records'; UPDATE schema_version SET version = 99");
+  older_file_with_two_records(path,
+                              "DELETE FROM metadata WHERE name = 'idempotency_records'; "
+                              "UPDATE schema_version SET version = 99");
   try {
     re::Store store(path, re::SyncMode::full);
     FAIL("a version-99 file was opened");
