@@ -232,14 +232,23 @@ Scenario parse_document(const json& doc, const std::string& source) {
 }  // namespace
 
 bool Scenario::needs_remote_control() const {
-  return std::any_of(steps.begin(), steps.end(), [](const ScenarioStep& s) {
-    return s.step->kind() == "restart_remote" || s.step->kind() == "pause_remote";
-  });
+  return std::any_of(steps.begin(), steps.end(), [](const ScenarioStep& s) { return s.step->needs().remote_control; });
 }
 
 bool Scenario::needs_database_control() const {
   return std::any_of(steps.begin(), steps.end(),
-                     [](const ScenarioStep& s) { return s.step->kind() == "restart_database"; });
+                     [](const ScenarioStep& s) { return s.step->needs().database_control; });
+}
+
+std::vector<std::string> Scenario::service_wide_reader_kinds() const {
+  std::vector<std::string> kinds;
+  for (const auto& s : steps) {
+    const std::string kind(s.step->kind());
+    if (s.step->needs().reads_service_wide_state && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+      kinds.push_back(kind);
+    }
+  }
+  return kinds;
 }
 
 const steps::ObservedFields& final_fields() {

@@ -92,10 +92,14 @@ struct Scenario {
   nlohmann::json document;  // the whole file as parsed: the run's exact input
   std::string source;       // where it came from (a path, or "sweep cell N")
 
-  // A step that restarts or hangs the remote (restart_remote, pause_remote).
+  // A step that restarts or hangs the remote (steps::StepNeeds::remote_control).
   bool needs_remote_control() const;
-  // A step that restarts PostgreSQL (restart_database).
+  // A step that restarts PostgreSQL (steps::StepNeeds::database_control).
   bool needs_database_control() const;
+  // The kinds of its steps whose outcome depends on the remote's service-wide
+  // state (steps::StepNeeds::reads_service_wide_state), each once, in step
+  // order; empty when its outcome depends on its own operation's state only.
+  std::vector<std::string> service_wide_reader_kinds() const;
 };
 
 // The fields of the closing measurement a scenario's top-level "expect" may name.

@@ -313,6 +313,7 @@ class RestartRemoteStep final : public Step {
   explicit RestartRemoteStep(LogicalSeconds at_s) : Step(at_s) {}
   std::string_view kind() const override { return "restart_remote"; }
   StepRole role() const override { return StepRole::Fault; }
+  StepNeeds needs() const override { return {.remote_control = true}; }
 
   StepOutcome execute(StepContext& ctx) const override {
     if (ctx.remote_control == nullptr) {
@@ -346,6 +347,7 @@ class PauseRemoteStep final : public Step {
   PauseRemoteStep(LogicalSeconds at_s, std::int64_t duration_ms) : Step(at_s), duration_ms_(duration_ms) {}
   std::string_view kind() const override { return "pause_remote"; }
   StepRole role() const override { return StepRole::Fault; }
+  StepNeeds needs() const override { return {.remote_control = true}; }
   json parameters() const override { return {{"duration_ms", duration_ms_}}; }
 
   StepOutcome execute(StepContext& ctx) const override {
@@ -370,6 +372,7 @@ class RestartDatabaseStep final : public Step {
   RestartDatabaseStep(LogicalSeconds at_s, bool immediate) : Step(at_s), immediate_(immediate) {}
   std::string_view kind() const override { return "restart_database"; }
   StepRole role() const override { return StepRole::Fault; }
+  StepNeeds needs() const override { return {.database_control = true}; }
   json parameters() const override { return {{"mode", immediate_ ? "immediate" : "fast"}}; }
 
   StepOutcome execute(StepContext& ctx) const override {

@@ -94,6 +94,8 @@ class BindTemporalEpochStep final : public Step {
   BindTemporalEpochStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
   std::string_view kind() const override { return "bind_temporal_epoch"; }
   StepRole role() const override { return StepRole::Maintenance; }
+  // The epoch it binds is the service's, which a gc of any operation advances.
+  StepNeeds needs() const override { return {.reads_service_wide_state = true}; }
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {

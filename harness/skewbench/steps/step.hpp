@@ -131,6 +131,20 @@ enum class StepRole {
   Maintenance,  // acts on the remote's records (expiry cleanup, epoch binding)
 };
 
+// What a step needs beyond the remote API and the outbox every step has. The
+// session, sweeps and scenario checks read these declarations, never a kind's
+// name, so a new kind that restarts a service or touches shared state is
+// treated the same way.
+struct StepNeeds {
+  bool remote_control = false;    // restarts or hangs the remote: only a remote skewbench started
+  bool database_control = false;  // restarts PostgreSQL: only a cluster skewbench started
+  // Its outcome depends on state the remote keeps for every operation at once
+  // (the temporal epoch, which a gc of any operation advances), not only on
+  // its own operation's: two cells that run at once on one remote can then
+  // change each other's outcome, so a sweep must not let them share one.
+  bool reads_service_wide_state = false;
+};
+
 // What a recovery decided, typed: the verdict reads this, never the observed
 // JSON. Empty fields were not reached (e.g. no reconcile when the policy
 // replayed at once; nothing at all when the operation was already delivered).
@@ -168,6 +182,7 @@ class Step {
   virtual std::optional<std::string> node() const { return std::nullopt; }
   // The step's own parameters (without kind, at_s, node, expect).
   virtual nlohmann::json parameters() const { return nlohmann::json::object(); }
+  virtual StepNeeds needs() const { return {}; }
   virtual StepOutcome execute(StepContext& context) const = 0;
 
   LogicalSeconds at_s() const { return at_s_; }
