@@ -31,9 +31,20 @@ nlohmann::json parse_json_text(std::string_view text) {
   // nlohmann keeps the last of two equal keys; a strict reader refuses them.
   std::vector<std::set<std::string>> keys_of_open_objects;
   std::string duplicate;
+  // Copying or printing a value recurses once per level, so a file of a
+  // million '[' would overflow the stack long after parsing: refused here.
+  std::size_t depth = 0;
   const nlohmann::json::parser_callback_t reject_duplicates = [&](int, nlohmann::json::parse_event_t event,
                                                                   nlohmann::json& parsed) {
     using event_t = nlohmann::json::parse_event_t;
+    if (event == event_t::object_start || event == event_t::array_start) {
+      if (++depth > kMaxJsonDepth) {
+        throw InputError("$", "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                  " arrays and objects; no skewbench input needs more");
+      }
+    } else if (event == event_t::object_end || event == event_t::array_end) {
+      --depth;
+    }
     if (event == event_t::object_start) {
       keys_of_open_objects.emplace_back();
     } else if (event == event_t::object_end && !keys_of_open_objects.empty()) {
@@ -53,6 +64,32 @@ nlohmann::json parse_json_text(std::string_view text) {
   }
   if (!duplicate.empty()) throw InputError("$", "key \"" + duplicate + "\" appears twice in one object");
   return out;
+}
+
+nlohmann::json parse_bounded_json(std::string_view text) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw std::runtime_error("nested deeper than " + std::to_string(kMaxJsonDepth) + " arrays and objects");
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return nlohmann::json::parse(text.begin(), text.end());
 }
 
 namespace {
@@ -76,6 +113,16 @@ std::int64_t expect_int(const nlohmann::json& value, const std::string& path) {
   return value.get<std::int64_t>();
 }
 
+std::int64_t expect_int_within(const nlohmann::json& value, const std::string& path, std::int64_t min,
+                               std::int64_t max) {
+  const auto v = expect_int(value, path);
+  if (v < min || v > max) {
+    throw InputError(path, std::to_string(v) + " is out of range: must lie within [" + std::to_string(min) + ", " +
+                               std::to_string(max) + "]");
+  }
+  return v;
+}
+
 std::string expect_string(const nlohmann::json& value, const std::string& path) {
   if (!value.is_string()) throw type_error(path, "a string", value);
   return value.get<std::string>();
@@ -97,6 +144,16 @@ const nlohmann::json& ObjectReader::require(std::string_view key) {
 }
 
 std::int64_t ObjectReader::require_int(std::string_view key) { return expect_int(require(key), child_path(key)); }
+
+std::int64_t ObjectReader::require_int_within(std::string_view key, std::int64_t min, std::int64_t max) {
+  return expect_int_within(require(key), child_path(key), min, max);
+}
+
+std::optional<std::int64_t> ObjectReader::optional_int_within(std::string_view key, std::int64_t min,
+                                                              std::int64_t max) {
+  if (const auto* v = optional(key)) return expect_int_within(*v, child_path(key), min, max);
+  return std::nullopt;
+}
 
 std::string ObjectReader::require_string(std::string_view key) { return expect_string(require(key), child_path(key)); }
 

@@ -35,9 +35,20 @@ class InputError : public std::runtime_error {
 // A short name for the JSON type of a value, as used in error messages.
 std::string_view json_type_name(const nlohmann::json& value);
 
+// How deeply arrays and objects may nest in an input file.
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
 // Parses text as JSON; a syntax error becomes an InputError at "$" that says
-// where (byte offset) the text stopped making sense.
+// where (byte offset) the text stopped making sense, and so does nesting
+// deeper than kMaxJsonDepth.
 nlohmann::json parse_json_text(std::string_view text);
+
+// JSON that skewbench did not write itself, or that a user may have edited:
+// an evidence file, a cells.jsonl line, a remote's answer. Parsed as
+// nlohmann::json::parse does, after a scan that refuses nesting deeper than
+// kMaxJsonDepth (a std::runtime_error saying so), since copying or printing a
+// deeper value would overflow the stack.
+nlohmann::json parse_bounded_json(std::string_view text);
 
 class ObjectReader {
  public:
@@ -55,7 +66,10 @@ class ObjectReader {
   const nlohmann::json& require_object(std::string_view key);
   const nlohmann::json& require_array(std::string_view key);
 
+  // An integer in [min, max]; else an InputError that gives the range.
+  std::int64_t require_int_within(std::string_view key, std::int64_t min, std::int64_t max);
   std::optional<std::int64_t> optional_int(std::string_view key);
+  std::optional<std::int64_t> optional_int_within(std::string_view key, std::int64_t min, std::int64_t max);
   std::optional<std::string> optional_string(std::string_view key);
   std::optional<bool> optional_bool(std::string_view key);
   const nlohmann::json* optional(std::string_view key);
@@ -74,6 +88,8 @@ class ObjectReader {
 
 // Type checks for values that are not object members.
 std::int64_t expect_int(const nlohmann::json& value, const std::string& path);
+std::int64_t expect_int_within(const nlohmann::json& value, const std::string& path, std::int64_t min,
+                               std::int64_t max);
 std::string expect_string(const nlohmann::json& value, const std::string& path);
 
 std::string index_path(const std::string& path, std::size_t index);

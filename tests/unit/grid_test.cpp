@@ -3,6 +3,7 @@
 // The end-to-end path (exit 2, the message on stderr) is in
 // integration/sweep_test.cpp.
 
+#include <cstdint>
 #include <functional>
 
 #include <catch2/catch_test_macros.hpp>
@@ -105,6 +106,22 @@ TEST_CASE("a malformed grid is refused naming the JSON path and what is wrong") 
          g["marks"] = {{{"label", "p"}, {"policy", "node_local"}, {"at", {{"ttl_s", 1}}}}};
        },
        "$.marks[0].at.ttl_s: no axis with this name"},
+      {"a range whose last step would pass the int64 limit",
+       [](json& g) {
+         g["axes"][0].erase("values");
+         g["axes"][0]["range"] = {{"from", 1}, {"to", INT64_MAX}, {"step", 4611686018427387904}};
+       },
+       "4611686018427387905 is out of range: must lie within [-1000000000000000, 1000000000000000]"},
+      {"a range from the int64 minimum to its maximum",
+       [](json& g) {
+         g["axes"][0].erase("values");
+         g["axes"][0]["range"] = {{"from", INT64_MIN}, {"to", INT64_MAX}, {"step", 1}};
+       },
+       "$.axes[0].range: more than 100000 values"},
+      {"a bad pointer on the second axis", [](json& g) { g["axes"][1]["pointer"] = "/nodes/7/clock_offset_s"; },
+       "$.axes[1].pointer: pointer /nodes/7/clock_offset_s has no parent"},
+      {"a pointer through an array by a name", [](json& g) { g["axes"][1]["pointer"] = "/steps/first/at_s"; },
+       "$.axes[1].pointer: pointer /steps/first/at_s"},
   }));
   INFO(c.name);
   auto grid = small_grid();
@@ -122,4 +139,30 @@ TEST_CASE("a shard must be I/N with 1 <= I <= N, or --shard names what is wrong"
   }));
   INFO(text);
   CHECK_THROWS_WITH(sweep::Shard::parse(text), ContainsSubstring(error));
+}
+
+TEST_CASE("a range that ends at the int64 limit stops there: no step wraps around") {
+  // Before the range was counted in unsigned arithmetic, the step past
+  // INT64_MAX wrapped to a negative value and the loop never ended.
+  auto grid = small_grid();
+  grid["axes"][0].erase("values");
+  grid["axes"][0]["range"] = {{"from", INT64_MAX - 8}, {"to", INT64_MAX}, {"step", 4}};
+  const auto error = parse_error(grid);
+  CHECK_THAT(error, ContainsSubstring("$.axes[0].values[0]: with policy"));
+  CHECK_THAT(error, ContainsSubstring("9223372036854775799 is out of range"));
+}
+
+TEST_CASE("a grid knows which of its cells' steps depend on the remote's service-wide state") {
+  CHECK(sweep::Grid::parse(small_grid(), "grid.json", SKEWBENCH_SOURCE_DIR).service_wide_reader_kinds().empty());
+  auto fence = testing::small_grid_document({0, -20}, "scenarios/019-temporal-epoch-fence.json");
+  fence["axes"] =
+      json::array({{{"name", "rollback_offset_s"}, {"pointer", "/steps/5/offset_s"}, {"values", {0, -20}}}});
+  CHECK(sweep::Grid::parse(fence, "grid.json", SKEWBENCH_SOURCE_DIR).service_wide_reader_kinds() ==
+        std::vector<std::string>{"bind_temporal_epoch"});
+  // A kind that only an axis value brings in counts too.
+  auto varied = testing::small_grid_document({0, -20}, "scenarios/sweeps/019-base.json");
+  varied["axes"] =
+      json::array({{{"name", "step"}, {"pointer", "/steps/2/kind"}, {"values", {"observe", "bind_temporal_epoch"}}}});
+  CHECK(sweep::Grid::parse(varied, "grid.json", SKEWBENCH_SOURCE_DIR).service_wide_reader_kinds() ==
+        std::vector<std::string>{"bind_temporal_epoch"});
 }

@@ -2,11 +2,15 @@
 // scenario files are valid.
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <cstdint>
+#include <functional>
 #include <set>
 
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "scenario/scenario.hpp"
 
 using namespace skewbench;
@@ -155,4 +159,67 @@ TEST_CASE("the shipped JSON Schema names exactly the step kinds, policies and ex
   }
   const auto policies = policy::builtin_policies().names();
   CHECK(schema_policies == std::set<std::string>(policies.begin(), policies.end()));
+}
+
+TEST_CASE("every time a scenario gives must lie within +-10^15 s, so no sum the engine forms can overflow") {
+  // Before the bound, at_s = INT64_MAX wrapped reference_time_s to a negative
+  // number and gave a verdict; now each is refused naming its JSON path.
+  struct Case {
+    std::string path;
+    std::function<void(json&, const json&)> set;
+  };
+  const auto value = GENERATE(as<json>{}, INT64_MAX, INT64_MIN, 1'000'000'000'000'001, -1'000'000'000'000'001);
+  const auto c = GENERATE(values<Case>({
+      {"$.t0_s", [](json& d, const json& v) { d["t0_s"] = v; }},
+      {"$.ttl_s", [](json& d, const json& v) { d["ttl_s"] = v; }},
+      {"$.nodes[1].clock_offset_s", [](json& d, const json& v) { d["nodes"][1]["clock_offset_s"] = v; }},
+      {"$.steps[2].at_s", [](json& d, const json& v) { d["steps"][2]["at_s"] = v; }},
+      {"$.policy.max_clock_error_s",
+       [](json& d, const json& v) {
+         d["policy"] = {{"name", "uncertainty"}, {"max_clock_error_s", v}};
+       }},
+      {"$.policy.authority.offset_s",
+       [](json& d, const json& v) {
+         d["policy"] = {{"name", "declared_authority"}, {"authority", {{"identity", "a"}, {"offset_s", v}}}};
+       }},
+      {"$.steps[2].offset_s",
+       [](json& d, const json& v) {
+         d["steps"].insert(
+             d["steps"].begin() + 2,
+             json::object({{"kind", "set_clock_offset"}, {"node", "node-b"}, {"at_s", 50}, {"offset_s", v}}));
+       }},
+  }));
+  auto doc = valid_document();
+  c.set(doc, value);
+  INFO(c.path << " = " << value.dump());
+  CHECK(error_path(doc) == c.path);
+  try {
+    parse_scenario(doc, "test.json");
+  } catch (const ScenarioFileError& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("is out of range: must lie within ["));
+  }
+}
+
+TEST_CASE("the largest times a scenario may give are accepted") {
+  auto doc = valid_document();
+  doc["t0_s"] = 1'000'000'000'000'000;
+  doc["ttl_s"] = 1'000'000'000'000'000;
+  doc["nodes"][1]["clock_offset_s"] = -1'000'000'000'000'000;
+  CHECK(error_path(doc) == "(accepted)");
+}
+
+TEST_CASE("a file nested a million levels deep is refused as input, not a crash") {
+  // Copying such a value recursed once per level and overflowed the stack.
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  try {
+    parse_json_text(deep);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "$");
+    CHECK_THAT(e.message(), Catch::Matchers::ContainsSubstring("nested deeper than 64"));
+  }
+  CHECK_THROWS_WITH(parse_bounded_json(deep), Catch::Matchers::ContainsSubstring("nested deeper than 64"));
+  // Brackets inside strings are text, not nesting.
+  CHECK(parse_bounded_json(json({{"s", std::string(1000, '[')}}).dump())["s"].get<std::string>().size() == 1000);
+  CHECK_NOTHROW(parse_json_text(std::string(64, '[') + std::string(64, ']')));
 }

@@ -5,6 +5,7 @@
 
 #include "common/digest.hpp"
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "evidence/cell_core.hpp"
 #include "evidence/evidence.hpp"
@@ -31,7 +32,7 @@ Kind kind_of(const fs::path& dir, const char* side) {
 
 json read_json_file(const fs::path& path) {
   try {
-    return json::parse(read_file(path));
+    return parse_bounded_json(read_file(path));
   } catch (const std::exception& e) {
     throw CannotCompare(path.string() + ": " + e.what());
   }
@@ -221,7 +222,7 @@ class CellReader {
     const auto where = path_.string() + ":" + std::to_string(line_number_);
     json record;
     try {
-      record = json::parse(line);
+      record = parse_bounded_json(line);
     } catch (const std::exception& e) {
       throw CannotCompare(where + ": " + e.what());
     }

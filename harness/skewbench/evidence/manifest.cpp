@@ -5,6 +5,7 @@
 
 #include "common/digest.hpp"
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 
 namespace skewbench::evidence {
 namespace fs = std::filesystem;
@@ -102,7 +103,7 @@ std::optional<Manifest> read_manifest(const fs::path& dir) {
   if (!fs::exists(path, ec)) return std::nullopt;
   json doc;
   try {
-    doc = json::parse(read_file(path));
+    doc = parse_bounded_json(read_file(path));
   } catch (const std::exception& e) {
     throw ManifestError(path.string() + ": " + e.what());
   }

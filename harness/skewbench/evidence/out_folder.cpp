@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/digest.hpp"
+#include "common/json_reader.hpp"
 #include "evidence/evidence.hpp"
 
 namespace skewbench::evidence {
@@ -82,7 +83,7 @@ bool recover_interrupted_publish(const fs::path& dir, bool overwrite) {
   }
   std::vector<std::string> files;
   try {
-    const auto journal = json::parse(read_file(journal_path));
+    const auto journal = parse_bounded_json(read_file(journal_path));
     for (const auto& f : journal.at("files")) files.push_back(f.get<std::string>());
   } catch (const std::exception& e) {
     throw OutFolderError(journal_path.string() + " is malformed (" + e.what() + "); remove the folder by hand");

@@ -6,6 +6,7 @@
 
 #include "common/digest.hpp"
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "evidence/cell_core.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/manifest.hpp"
@@ -29,7 +30,7 @@ class Checker {
   std::optional<json> document(const std::string& file, const std::string& schema) {
     json doc;
     try {
-      doc = json::parse(read_file(dir_ / file));
+      doc = parse_bounded_json(read_file(dir_ / file));
     } catch (const std::exception& e) {
       problem(file, std::string("not JSON: ") + e.what());
       return std::nullopt;
@@ -142,7 +143,7 @@ void Checker::check_sweep() {
     ++lines;
     json record;
     try {
-      record = json::parse(line);
+      record = parse_bounded_json(line);
     } catch (const std::exception& e) {
       line_problem(lines, std::string("not JSON: ") + e.what());
       continue;

@@ -8,6 +8,7 @@
 
 #include "common/elapsed.hpp"
 #include "common/errors.hpp"
+#include "common/json_reader.hpp"
 #include "infra/http_failure.hpp"
 #include "remote_effect/protocol.hpp"
 
@@ -30,7 +31,7 @@ nlohmann::json headers_json(const httplib::Headers& headers) {
 
 nlohmann::json parse_body(const std::string& body, const std::string& what) {
   try {
-    return nlohmann::json::parse(body);
+    return parse_bounded_json(body);
   } catch (const std::exception&) {
     throw InfrastructureError(what + ": the remote answered with a body that is not JSON");
   }

@@ -133,14 +133,15 @@ PolicyRegistry make_builtin_registry() {
   registry.add("node_local", [](ObjectReader&) { return std::make_unique<NodeLocalPolicy>(); });
   registry.add("declared_authority", [](ObjectReader& spec) {
     ObjectReader authority(spec.require_object("authority"), spec.child_path("authority"));
-    time::DeclaredAuthority a{authority.require_string("identity"), authority.require_int("offset_s")};
+    time::DeclaredAuthority a{
+        authority.require_string("identity"),
+        authority.require_int_within("offset_s", -time::kMaxLogicalSeconds, time::kMaxLogicalSeconds)};
     if (a.identity.empty()) throw InputError(authority.child_path("identity"), "must not be empty");
     authority.finish();
     return std::make_unique<DeclaredAuthorityPolicy>(std::move(a));
   });
   registry.add("uncertainty", [](ObjectReader& spec) {
-    const auto eps = spec.require_int("max_clock_error_s");
-    if (eps < 0) throw InputError(spec.child_path("max_clock_error_s"), "must be >= 0");
+    const auto eps = spec.require_int_within("max_clock_error_s", 0, time::kMaxLogicalSeconds);
     return std::make_unique<UncertaintyPolicy>(eps);
   });
   registry.add("reconcile_first", [](ObjectReader&) { return std::make_unique<ReconcileFirstPolicy>(); });

@@ -1,6 +1,7 @@
 #include "scenario/scenario.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <regex>
 #include <set>
 
@@ -123,8 +124,8 @@ steps::OperationSettings read_operation(ObjectReader& root, const std::string& s
                      "\"" + identity + "\" is not one of: stable_key, new_key_per_attempt");
   }
   op.minted_key_prefix = reader.optional_string("minted_key_prefix").value_or(op.name);
-  op.initial_business_version = reader.optional_int("initial_business_version").value_or(0);
-  if (op.initial_business_version < 0) throw InputError("$.operation.initial_business_version", "must be >= 0");
+  // The commit writes version + 1.
+  op.initial_business_version = reader.optional_int_within("initial_business_version", 0, INT64_MAX - 1).value_or(0);
   require_id(op.minted_key_prefix, "$.operation.minted_key_prefix");
   reader.finish();
   return op;
@@ -150,7 +151,9 @@ std::vector<time::NodeClock> read_nodes(ObjectReader& root, std::set<std::string
   std::vector<time::NodeClock> out;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     ObjectReader node(nodes[i], index_path("$.nodes", i));
-    time::NodeClock clock{node.require_string("id"), node.require_int("clock_offset_s")};
+    time::NodeClock clock{
+        node.require_string("id"),
+        node.require_int_within("clock_offset_s", -time::kMaxLogicalSeconds, time::kMaxLogicalSeconds)};
     require_id(clock.node_id, node.child_path("id"));
     if (!node_ids.insert(clock.node_id).second) {
       throw InputError(node.child_path("id"), "node \"" + clock.node_id + "\" is declared twice");
@@ -174,7 +177,7 @@ ScenarioStep read_step(const json& input, std::size_t i, const steps::StepParseC
     throw InputError(spec.child_path("kind"),
                      "unknown step kind \"" + kind_name + "\" (known: " + registry.known_names() + ")");
   }
-  const auto at_s = spec.require_int("at_s");
+  const auto at_s = spec.require_int_within("at_s", -time::kMaxLogicalSeconds, time::kMaxLogicalSeconds);
   if (previous_at_s && at_s < *previous_at_s) {
     throw InputError(spec.child_path("at_s"), "reference time goes backwards (" + std::to_string(at_s) + " after " +
                                                   std::to_string(*previous_at_s) +
@@ -208,9 +211,8 @@ Scenario parse_document(const json& doc, const std::string& source) {
   }
   s.operation = read_operation(root, s.id);
   s.dedupe_mode = read_dedupe_mode(root);
-  s.t0_s = root.require_int("t0_s");
-  s.ttl_s = root.require_int("ttl_s");
-  if (s.ttl_s <= 0) throw InputError("$.ttl_s", "must be > 0");
+  s.t0_s = root.require_int_within("t0_s", -time::kMaxLogicalSeconds, time::kMaxLogicalSeconds);
+  s.ttl_s = root.require_int_within("ttl_s", 1, time::kMaxLogicalSeconds);
   std::set<std::string> node_ids;
   s.nodes = read_nodes(root, node_ids);
   s.policy = policy::builtin_policies().make(root.require_object("policy"), "$.policy");

@@ -492,7 +492,9 @@ StepKind set_clock_offset_kind() {
           {{"reading_s", integer()}},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
             auto node = require_node(spec, ctx);
-            return std::make_unique<SetClockOffsetStep>(at_s, std::move(node), spec.require_int("offset_s"));
+            const auto offset_s =
+                spec.require_int_within("offset_s", -time::kMaxLogicalSeconds, time::kMaxLogicalSeconds);
+            return std::make_unique<SetClockOffsetStep>(at_s, std::move(node), offset_s);
           }};
 }
 

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "scenario/scenario.hpp"
 #include "sweep/grid.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 // loader then says what is wrong with it).
 json peek(const fs::path& path) {
   try {
-    return json::parse(read_file(path));
+    return parse_bounded_json(read_file(path));
   } catch (const std::exception&) {
     return nullptr;
   }

@@ -14,6 +14,12 @@ using nlohmann::json;
 namespace {
 
 constexpr std::uint64_t kMaxCells = 10'000'000;
+constexpr std::uint64_t kMaxAxisValues = 100'000;
+
+// The error's own words, without the file and JSON path it starts with.
+std::string message_of(const scenario::ScenarioFileError& e) {
+  return std::string(e.what()).substr(e.file().size() + 2 + e.json_path().size() + 2);
+}
 
 std::vector<json> read_values(ObjectReader& axis) {
   const auto* values = axis.optional("values");
@@ -43,8 +49,15 @@ std::vector<json> read_values(ObjectReader& axis) {
   r.finish();
   if (step <= 0) throw InputError(r.child_path("step"), "must be > 0");
   if (to < from) throw InputError(r.child_path("to"), "must be >= from");
-  if ((to - from) / step + 1 > 100'000) throw InputError(r.path(), "more than 100000 values");
-  for (auto v = from; v <= to; v += step) out.emplace_back(v);
+  // In unsigned arithmetic, which wraps where int64 would overflow: to - from
+  // and every from + i * step below lie in [0, to - from], which fits.
+  const auto span = static_cast<std::uint64_t>(to) - static_cast<std::uint64_t>(from);
+  if (span / static_cast<std::uint64_t>(step) >= kMaxAxisValues) throw InputError(r.path(), "more than 100000 values");
+  const auto count = span / static_cast<std::uint64_t>(step) + 1;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    out.emplace_back(
+        static_cast<std::int64_t>(static_cast<std::uint64_t>(from) + i * static_cast<std::uint64_t>(step)));
+  }
   return out;
 }
 
@@ -224,29 +237,47 @@ void Grid::count_cells() {
 // Every value of every axis, with the other axes at their first value, must
 // make a valid scenario for every policy it applies to, so a wrong pointer or
 // value fails here (exit 2) and not halfway through the sweep.
-void Grid::check_every_value() const {
+void Grid::check_every_value() {
   for (std::size_t p = 0; p < policies_.size(); ++p) {
     const auto& name = policies_[p].policy["name"].get_ref<const std::string&>();
+    bool checked = false;
     for (std::size_t a = 0; a < axes_.size(); ++a) {
       if (!axes_[a].applies_to(name)) continue;
-      for (std::size_t v = 0; v < axes_[a].values.size(); ++v) check_value(p, a, v);
+      for (std::size_t v = 0; v < axes_[a].values.size(); ++v) note_readers(check_value(p, a, v));
+      checked = true;
+    }
+    if (checked) continue;
+    // No axis applies: the policy's one cell is the base with this policy.
+    try {
+      note_readers(scenario::parse_scenario(cell_document(cell(first_cell_of_policy_[p])), "cell"));
+    } catch (const scenario::ScenarioFileError& e) {
+      throw InputError(index_path("$.policies", p),
+                       "this policy makes the base scenario invalid at " + e.json_path() + ": " + message_of(e));
+    }
+  }
+}
+
+// A step's kind is set by the base or by one axis, so the cells checked
+// above hold every kind any cell can have.
+void Grid::note_readers(const scenario::Scenario& cell) {
+  for (const auto& kind : cell.service_wide_reader_kinds()) {
+    if (std::find(service_wide_readers_.begin(), service_wide_readers_.end(), kind) == service_wide_readers_.end()) {
+      service_wide_readers_.push_back(kind);
     }
   }
 }
 
 // Value v of axis a, the other axes at their first value, with policy p.
-void Grid::check_value(std::size_t p, std::size_t a, std::size_t v) const {
+scenario::Scenario Grid::check_value(std::size_t p, std::size_t a, std::size_t v) const {
   const auto& axis = axes_[a];
   Cell c = cell(first_cell_of_policy_[p]);
   c.parameters[axis.name] = axis.values[v];
   try {
-    scenario::parse_scenario(cell_document(c), "cell");
+    return scenario::parse_scenario(cell_document(c), "cell");
   } catch (const scenario::ScenarioFileError& e) {
     throw InputError(index_path(index_path("$.axes", a) + ".values", v),
                      "with policy \"" + policies_[p].label + "\" this value makes the base scenario invalid at " +
-                         e.json_path() + ": " + std::string(e.what()).substr(e.file().size() + 2));
-  } catch (const InputError& e) {
-    throw InputError(index_path("$.axes", a) + ".pointer", e.message());
+                         e.json_path() + ": " + message_of(e));
   }
 }
 
@@ -279,15 +310,21 @@ json Grid::cell_document(const Cell& c) const {
   doc.erase("report_as");
   doc["expect"] = json::object();
   for (auto& step : doc["steps"]) step.erase("expect");
-  for (const auto& axis : axes_) {
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    const auto& axis = axes_[a];
     const auto& value = c.parameters[axis.name];
     if (value.is_null()) continue;
+    const auto where = index_path("$.axes", a) + ".pointer";
     const json::json_pointer pointer(axis.pointer);
     const auto parent = pointer.parent_pointer();
-    if (!doc.contains(parent)) {
-      throw InputError("$.axes", "pointer " + axis.pointer + " has no parent in the scenario document");
+    if (!doc.contains(parent))
+      throw InputError(where, "pointer " + axis.pointer + " has no parent in the scenario document");
+    try {
+      doc[pointer] = value;
+    } catch (const json::exception& e) {
+      // e.g. a token that is not an index into an array
+      throw InputError(where, "pointer " + axis.pointer + " cannot be set in the scenario document: " + e.what());
     }
-    doc[pointer] = value;
   }
   return doc;
 }

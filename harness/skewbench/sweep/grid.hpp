@@ -73,14 +73,22 @@ class Grid {
   nlohmann::json cell_document(const Cell& cell) const;
   scenario::Scenario cell_scenario(const Cell& cell) const;
 
+  // The step kinds of any cell whose outcome depends on the remote's
+  // service-wide state (scenario::Scenario::service_wide_reader_kinds), over
+  // the base and every axis value: such cells must not share a remote while
+  // they run (docs/sweeps.md, "Isolation").
+  const std::vector<std::string>& service_wide_reader_kinds() const { return service_wide_readers_; }
+
   // SHA-256 over what makes two sweeps cell-by-cell comparable: the policy
   // labels and names, and the axes (names, pointers, values, scope).
   std::string identity_digest() const;
 
  private:
   void count_cells();
-  void check_every_value() const;
-  void check_value(std::size_t policy, std::size_t axis, std::size_t value) const;
+  void check_every_value();
+  // Returns the cell's scenario, which must be valid.
+  scenario::Scenario check_value(std::size_t policy, std::size_t axis, std::size_t value) const;
+  void note_readers(const scenario::Scenario& cell);
 
   std::string id_;
   std::string source_;
@@ -92,6 +100,7 @@ class Grid {
   std::vector<Mark> marks_;
   std::vector<std::uint64_t> first_cell_of_policy_;
   std::uint64_t total_cells_ = 0;
+  std::vector<std::string> service_wide_readers_;
 };
 
 }  // namespace skewbench::sweep

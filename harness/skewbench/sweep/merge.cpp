@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "sweep/cells.hpp"
 #include "sweep/sweep_summary.hpp"
 
@@ -99,7 +100,7 @@ MergedSweep ShardMerge::write(const fs::path& dir) {
     if (!std::getline(inputs_.at(cell % count_), line)) {
       throw MergeError("shard " + shard + " ends before cell " + std::to_string(cell));
     }
-    const auto record = json::parse(line);
+    const auto record = parse_bounded_json(line);
     if (record.value("cell", std::uint64_t{0}) != cell) {
       throw MergeError("shard " + shard + " has cell " + record["cell"].dump() + " where cell " + std::to_string(cell) +
                        " belongs");

@@ -2,6 +2,7 @@
 
 #include "common/digest.hpp"
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "evidence/evidence.hpp"
 
 namespace skewbench::sweep {
@@ -69,7 +70,7 @@ json read_sweep_summary(const std::filesystem::path& dir) {
   const auto path = dir / "sweep.json";
   json doc;
   try {
-    doc = json::parse(read_file(path));
+    doc = parse_bounded_json(read_file(path));
   } catch (const std::exception& e) {
     throw std::runtime_error(path.string() + ": " + e.what());
   }

@@ -11,6 +11,13 @@ namespace skewbench::time {
 
 using LogicalSeconds = std::int64_t;
 
+// The largest magnitude a scenario may give any logical time, offset, TTL or
+// clock error: 10^15 s, about 31.7 million years. Every time the engine forms
+// is a sum of a few such values (t0 + at + offset + TTL +- error), so none
+// can overflow int64 (about 9.2 * 10^18) or PostgreSQL's bigint; the scenario
+// reader refuses anything larger, naming its JSON path.
+inline constexpr LogicalSeconds kMaxLogicalSeconds = 1'000'000'000'000'000;
+
 // One simulated node's clock. The scenario's reference time is the "true" time
 // of a step; a node reads reference_s + offset_s. A negative offset is a clock
 // that runs behind.
