@@ -113,12 +113,17 @@ FileLock::FileLock(const std::filesystem::path& path, std::string_view holder_de
       errno = err;
       throw errno_error("cannot lock", path);
     }
-    try {
-      holder_ = read_file(path);
-    } catch (const std::exception&) {
-      holder_ = "another process";
+    // The holder writes its line right after it locks: a process that lost
+    // a race by a moment waits a little for it, so the refusal can name it.
+    for (int attempt = 0; attempt < 50 && holder_.empty(); ++attempt) {
+      if (attempt > 0) ::usleep(2000);
+      try {
+        holder_ = read_file(path);
+      } catch (const std::exception&) {
+        break;
+      }
+      while (!holder_.empty() && (holder_.back() == '\n' || holder_.back() == ' ')) holder_.pop_back();
     }
-    while (!holder_.empty() && (holder_.back() == '\n' || holder_.back() == ' ')) holder_.pop_back();
     if (holder_.empty()) holder_ = "another process";
     return;
   }
@@ -134,6 +139,50 @@ FileLock::FileLock(const std::filesystem::path& path, std::string_view holder_de
 
 FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+// The checks that need no disk: see confined_path_problem.
+std::optional<std::string> lexical_path_problem(std::string_view relative) {
+  if (relative.empty()) return "is empty";
+  if (relative.size() > kMaxConfinedPathBytes) {
+    return "is " + std::to_string(relative.size()) + " bytes long, more than " + std::to_string(kMaxConfinedPathBytes);
+  }
+  if (relative.front() == '/') return "is absolute";
+  for (const char c : relative) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "holds a control character";
+  }
+  std::size_t start = 0;
+  for (;;) {
+    const auto end = relative.find('/', start);
+    const auto part = relative.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (part.empty()) return "has an empty part (\"//\" or a trailing \"/\")";
+    if (part == "." || part == "..") return "has a \"" + std::string(part) + "\" part";
+    if (part.size() > kMaxPathPartBytes)
+      return "has a part longer than " + std::to_string(kMaxPathPartBytes) + " bytes";
+    if (end == std::string_view::npos) return std::nullopt;
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> confined_path_problem(const std::filesystem::path& root, std::string_view relative) {
+  if (auto problem = lexical_path_problem(relative)) return problem;
+  // Every folder on the way must be a real one inside root: a symbolic link
+  // there would carry a removal outside.
+  auto at = root;
+  std::size_t start = 0;
+  for (auto end = relative.find('/'); end != std::string_view::npos; end = relative.find('/', start)) {
+    at /= std::string(relative.substr(start, end - start));
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0) return std::nullopt;  // absent: nothing below it to touch
+    if (S_ISLNK(st.st_mode)) return "passes through the symbolic link " + at.string();
+    if (!S_ISDIR(st.st_mode)) return "passes through " + at.string() + ", which is not a folder";
+    start = end + 1;
+  }
+  return std::nullopt;
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,19 @@ class FileLock {
   int fd_ = -1;
   std::string holder_;
 };
+
+// Why `relative`, a path read from a file inside the folder `root` (a
+// manifest entry, a publish journal), must not be used to remove, write or
+// read something there; nullopt when it may. Such files come from CI
+// artifacts and shared disks, so their names are hostile until checked: the
+// path must be relative and '/'-separated, with no empty, "." or ".." part,
+// no control character (NUL included), at most kMaxConfinedPathBytes bytes
+// and kMaxPathPartBytes per part, and every part before the last that exists
+// must be a real folder, not a symbolic link. A last part that is a symbolic
+// link is allowed: removing it removes the link, not what it points to.
+std::optional<std::string> confined_path_problem(const std::filesystem::path& root, std::string_view relative);
+inline constexpr std::size_t kMaxConfinedPathBytes = 4096;
+inline constexpr std::size_t kMaxPathPartBytes = 255;
 
 // Reads a whole file. Throws std::runtime_error naming the path on failure.
 std::string read_file(const std::filesystem::path& path);

@@ -1,9 +1,14 @@
 // OutFolder and the manifest without any service: what --out accepts, what
 // publishing leaves behind, and how an interrupted publication is recovered.
 
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <random>
+#include <thread>
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "common/files.hpp"
@@ -13,6 +18,7 @@
 using namespace skewbench;
 using namespace skewbench::evidence;
 using Catch::Matchers::ContainsSubstring;
+using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
@@ -120,4 +126,151 @@ TEST_CASE("a manifest entry that leaves the folder is rejected") {
                         R"({"schema_version":"skewbench-manifest/1","kind":"evidence_manifest","contents":"run",)"
                         R"("run_id":"r","files":[{"path":"../x","sha256":"00","bytes":0}]})");
   CHECK_THROWS_AS(read_manifest(dir.path()), ManifestError);
+}
+
+namespace {
+
+// A sandbox with files outside the --out folder that no name read from the
+// folder may reach: a sibling file, a folder beside it, and a symbolic link
+// inside --out that points at that folder.
+struct Sandbox {
+  TempDir dir{"skewbench-unit"};
+  fs::path out = dir.path() / "out";
+  fs::path victim = dir.path() / "victim.txt";
+  fs::path outside = dir.path() / "outside";
+
+  Sandbox() {
+    fs::create_directories(out);
+    fs::create_directories(outside / "scenarios");
+    write_file_atomically(victim, "victim");
+    write_file_atomically(outside / "summary.json", "outside");
+    write_file_atomically(outside / "scenarios" / "a.json", "outside");
+    fs::create_directory_symlink(outside, out / "link");
+  }
+
+  // Everything outside --out is as it was (the link inside may be gone: a
+  // journal may name it, and removing a link removes only the link).
+  bool untouched() const {
+    return fs::exists(victim) && read_file(victim) == "victim" && read_file(outside / "summary.json") == "outside" &&
+           read_file(outside / "scenarios" / "a.json") == "outside";
+  }
+};
+
+std::string journal_naming(const std::string& name) { return json({{"files", json::array({name})}}).dump(); }
+
+std::string manifest_naming(const std::string& name) {
+  return json({{"schema_version", kManifestSchemaVersion},
+               {"kind", "evidence_manifest"},
+               {"contents", "run"},
+               {"run_id", "r"},
+               {"files", json::array({{{"path", name}, {"sha256", "00"}, {"bytes", 0}}})}})
+      .dump();
+}
+
+// Opens the sandbox's --out with --overwrite (a refusal is an acceptable
+// answer) and publishes a run into it when it opened.
+void open_and_publish(const Sandbox& box) {
+  try {
+    OutFolder out(request(box.out, true));
+    publish_run(out, {{"summary.json", "s"}}, "r2");
+  } catch (const OutFolderError&) {
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a publish journal or manifest naming a path outside --out is refused, and nothing outside is touched") {
+  const std::string long_part(300, 'a');
+  const auto name = GENERATE_COPY(
+      values<std::string>({"../victim.txt", "/victim.txt", "scenarios/../../victim.txt", "link/summary.json",
+                           "link/scenarios/a.json", "./summary.json", "a//b", "summary.json/",
+                           std::string("summary.json\0x", 14), long_part, std::string(5000, 'b'), ""}));
+  const auto file = GENERATE(as<std::string>{}, kJournalFile, kManifestFile);
+  INFO(file << " names " << json(name).dump());
+  Sandbox box;
+  write_file_atomically(box.out / file, file == kJournalFile ? journal_naming(name) : manifest_naming(name));
+  const auto why = refusal(request(box.out, true));
+  CHECK_THAT(why, ContainsSubstring("leaves the folder") || ContainsSubstring("reach outside"));
+  CHECK(box.untouched());
+  CHECK(fs::is_symlink(box.out / "link"));
+}
+
+TEST_CASE("an absolute path in the publish journal ends at once: the parent walk terminates") {
+  Sandbox box;
+  write_file_atomically(box.out / kJournalFile, journal_naming(box.victim.string()));
+  CHECK_THAT(refusal(request(box.out, true)), ContainsSubstring("is absolute"));
+  CHECK(box.untouched());
+}
+
+TEST_CASE("fuzz: hostile names in the journal and the manifest never touch anything outside --out") {
+  // Seeded, so a failure names the case that reproduces it.
+  const std::vector<std::string> parts = {"..",
+                                          ".",
+                                          "",
+                                          "link",
+                                          "scenarios",
+                                          "a.json",
+                                          "x",
+                                          "manifest.json",
+                                          "summary.json",
+                                          std::string(1, '\0'),
+                                          "\x01",
+                                          std::string(256, 'z'),
+                                          "/",
+                                          "..."};
+  std::mt19937_64 random(20261201);
+  for (int round = 0; round < 400; ++round) {
+    std::string name;
+    const auto length = 1 + random() % 5;
+    for (std::uint64_t i = 0; i < length; ++i) {
+      if (i > 0 && random() % 4 != 0) name += '/';
+      name += parts[random() % parts.size()];
+    }
+    if (random() % 5 == 0) name = "/" + name;
+    const bool in_journal = random() % 2 == 0;
+    INFO("round " << round << ": " << (in_journal ? "journal" : "manifest") << " names " << json(name).dump());
+    Sandbox box;
+    write_file_atomically(box.out / (in_journal ? kJournalFile : kManifestFile),
+                          in_journal ? journal_naming(name) : manifest_naming(name));
+    open_and_publish(box);
+    REQUIRE(box.untouched());
+  }
+}
+
+TEST_CASE("of many openers racing for a new --out, the losers never remove the lock the winner holds") {
+  // Each round: several threads open the same absent folder at once (flock
+  // locks of separate opens exclude each other within one process too). A
+  // loser that removed the winner's lock file would let a later opener in
+  // while the winner still writes.
+  TempDir dir("skewbench-unit");
+  for (int round = 0; round < 100; ++round) {
+    const auto path = dir.path() / ("out-" + std::to_string(round));
+    std::atomic<int> ready{0};
+    std::mutex mutex;
+    std::vector<std::unique_ptr<OutFolder>> winners;
+    std::vector<std::string> refusals;
+    std::vector<std::thread> openers;
+    for (int t = 0; t < 4; ++t) {
+      openers.emplace_back([&] {
+        ++ready;
+        while (ready.load() < 4) {
+        }
+        try {
+          auto folder = std::make_unique<OutFolder>(request(path));
+          std::lock_guard lock(mutex);
+          winners.push_back(std::move(folder));
+        } catch (const OutFolderError& e) {
+          std::lock_guard lock(mutex);
+          refusals.emplace_back(e.what());
+        }
+      });
+    }
+    for (auto& t : openers) t.join();
+    INFO("round " << round);
+    REQUIRE(winners.size() == 1);
+    for (const auto& why : refusals) CHECK_THAT(why, ContainsSubstring("is in use by pid"));
+    CHECK(fs::exists(path / kLockFile));
+    // The folder is still held: one more opener is refused.
+    CHECK_THAT(refusal(request(path)), ContainsSubstring("is in use by"));
+  }
 }

@@ -55,15 +55,7 @@ Manifest make_manifest(const fs::path& dir, FolderKind kind, const std::string& 
 namespace {
 
 // A listed path must stay inside the folder: --overwrite removes what it names.
-bool is_safe_relative(const std::string& path) {
-  if (path.empty() || path.front() == '/') return false;
-  for (const auto& part : fs::path(path)) {
-    if (part == ".." || part == "." || part.empty()) return false;
-  }
-  return true;
-}
-
-Manifest parse_manifest(const json& doc, const std::string& where) {
+Manifest parse_manifest(const json& doc, const std::string& where, const fs::path& dir) {
   if (!doc.is_object() || doc.value("kind", "") != "evidence_manifest") {
     throw ManifestError(where + " is not a skewbench evidence manifest");
   }
@@ -88,7 +80,10 @@ Manifest parse_manifest(const json& doc, const std::string& where) {
       throw ManifestError(at + " needs path, sha256 and bytes");
     }
     const auto path = f["path"].get<std::string>();
-    if (!is_safe_relative(path)) throw ManifestError(at + ".path \"" + path + "\" leaves the folder");
+    if (const auto problem = confined_path_problem(dir, path)) {
+      throw ManifestError(at + ".path " + json(path).dump(-1, ' ', false, json::error_handler_t::replace) +
+                          " leaves the folder: it " + *problem);
+    }
     manifest.files.push_back(
         {.path = path, .sha256 = f["sha256"].get<std::string>(), .bytes = f["bytes"].get<std::uintmax_t>()});
   }
@@ -107,7 +102,7 @@ std::optional<Manifest> read_manifest(const fs::path& dir) {
   } catch (const std::exception& e) {
     throw ManifestError(path.string() + ": " + e.what());
   }
-  return parse_manifest(doc, path.string());
+  return parse_manifest(doc, path.string(), dir);
 }
 
 void write_manifest(const fs::path& dir, const Manifest& manifest) {

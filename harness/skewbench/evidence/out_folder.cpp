@@ -57,13 +57,30 @@ bool holds_anything(const fs::path& dir) {
   return false;
 }
 
+// Throws OutFolderError naming the first path of `relative` that could reach
+// outside root (see confined_path_problem), so nothing is removed at all.
+void require_confined(const fs::path& root, const std::vector<std::string>& relative, const std::string& source) {
+  for (const auto& r : relative) {
+    if (const auto problem = confined_path_problem(root, r)) {
+      throw OutFolderError(source + " names " + json(r).dump(-1, ' ', false, json::error_handler_t::replace) +
+                           ", which " + *problem + ": it would reach outside " + root.string() +
+                           "; nothing was removed: remove the folder by hand");
+    }
+  }
+}
+
 // Removes each listed file, then the folders they leave empty (never the root).
+// Every path is checked to stay inside root before the first removal.
 void remove_listed(const fs::path& root, std::vector<std::string> relative) {
+  require_confined(root, relative, "the list of files to remove");
   std::stable_partition(relative.begin(), relative.end(), is_entry_point);
   std::set<fs::path, std::greater<>> parents;
   for (const auto& r : relative) {
     fs::remove(root / r);
-    for (auto p = fs::path(r).parent_path(); !p.empty(); p = p.parent_path()) parents.insert(root / p);
+    // Relative and without "..", so the walk ends at an empty path.
+    for (auto p = fs::path(r).parent_path(); !p.empty() && p != p.parent_path(); p = p.parent_path()) {
+      parents.insert(root / p);
+    }
   }
   for (const auto& dir : parents) {
     std::error_code ec;
@@ -88,6 +105,7 @@ bool recover_interrupted_publish(const fs::path& dir, bool overwrite) {
   } catch (const std::exception& e) {
     throw OutFolderError(journal_path.string() + " is malformed (" + e.what() + "); remove the folder by hand");
   }
+  require_confined(dir, files, journal_path.string());
   fs::remove(dir / kManifestFile);
   remove_listed(dir, files);
   fs::remove(journal_path);
@@ -208,10 +226,14 @@ OutFolder::OutFolder(const OutFolderRequest& request) : path_(request.path) {
     }
     probe_writable(path_);
   } catch (...) {
-    // A folder this call created is left as it was found: absent.
+    // A folder this call created is left as it was found: absent. The lock
+    // file goes only when this process holds it: one that lost the race for
+    // a new folder must not remove the file the winner holds, and the folder
+    // itself is removed only when empty.
     if (!existed) {
+      const bool held = lock_ && lock_->held();
       lock_.reset();
-      fs::remove(path_ / kLockFile, ec);
+      if (held) fs::remove(path_ / kLockFile, ec);
       fs::remove(path_, ec);
     }
     throw;

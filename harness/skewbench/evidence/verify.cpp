@@ -67,7 +67,9 @@ bool Checker::check_manifest() {
   for (const auto& f : manifest_.files) {
     std::error_code ec;
     const auto path = dir_ / f.path;
-    if (!fs::is_regular_file(path, ec)) {
+    if (fs::is_symlink(path, ec)) {
+      problem(f.path, "is a symbolic link; skewbench writes only regular files");
+    } else if (!fs::is_regular_file(path, ec)) {
       problem(f.path, "listed in the manifest but missing");
     } else if (fs::file_size(path, ec) != f.bytes) {
       problem(f.path, "has " + std::to_string(fs::file_size(path, ec)) + " bytes, the manifest says " +
