@@ -382,6 +382,41 @@ TEST_CASE("an interrupted sweep says so, and --resume ends with the uninterrupte
   CHECK(run_skewbench({"verify", out.string()}).exit_code == 0);
 }
 
+TEST_CASE("a sweep whose last cells.jsonl line was cut short (a full disk) resumes and ends on the whole digest") {
+  TempDir dir("skewbench-evidir-it");
+  const auto grid = write_grid(dir.path(), small_grid());
+  const auto out = dir.path() / "sweep";
+  REQUIRE(sweep_into(grid, out).exit_code == 0);
+  const auto expected = read_json(out / "sweep.json")["cells_core_digest"];
+  auto text = read_file(out / "cells.jsonl");
+  text.resize(text.size() - 40);  // the last append stopped part-way: no newline
+  write_file_atomically(out / "cells.jsonl", text);
+  const auto resumed = sweep_into(grid, out, {"--resume"});
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.output, ContainsSubstring("is a record cut short"));
+  const auto done = read_json(out / "sweep.json");
+  CHECK(done["cells_reused"] == done["cells_total"].get<int>() - 1);
+  CHECK(done["cells_core_digest"] == expected);
+  CHECK(run_skewbench({"verify", out.string()}).exit_code == 0);
+}
+
+TEST_CASE("a publish journal naming a file outside --out is exit 2, and that file is kept") {
+  TempDir dir("skewbench-evidir-it");
+  const auto out = dir.path() / "o";
+  fs::create_directories(out);
+  write_file_atomically(dir.path() / "victim.txt", "mine\n");
+  for (const auto& name : {std::string("../victim.txt"), (dir.path() / "victim.txt").string()}) {
+    INFO(name);
+    write_file_atomically(out / ".skewbench-publishing.json", json({{"files", {name}}}).dump());
+    const auto r = run_into({source_path("scenarios/018-uncertainty.json")}, out, {"--overwrite"});
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, ContainsSubstring("would reach outside"));
+    CHECK(read_file(dir.path() / "victim.txt") == "mine\n");
+  }
+}
+
 TEST_CASE("resume runs the ERROR cells again and refuses another grid") {
   TempDir dir("skewbench-evidir-it");
   const auto grid = write_grid(dir.path(), small_grid());

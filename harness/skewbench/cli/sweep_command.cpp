@@ -59,7 +59,12 @@ std::unique_ptr<sweep::PreviousCells> cells_to_resume(const fs::path& dir, const
     if (summary.at("shard") != wanted_shard) {
       throw std::runtime_error(where + " is shard " + summary["shard"].dump() + ", not " + wanted_shard.dump());
     }
-    return std::make_unique<sweep::PreviousCells>((dir / kCellsFile).string(), grid.cell_count());
+    auto previous = std::make_unique<sweep::PreviousCells>((dir / kCellsFile).string(), grid.cell_count());
+    if (const auto torn = previous->dropped_torn_line()) {
+      std::cerr << "skewbench: " << (dir / kCellsFile).string() << ":" << *torn
+                << " is a record cut short (an append the sweep could not finish); its cell runs again\n";
+    }
+    return previous;
   } catch (const std::exception& e) {
     std::cerr << "skewbench: cannot resume: " << e.what() << "\n";
     return nullptr;

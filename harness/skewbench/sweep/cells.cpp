@@ -1,5 +1,6 @@
 #include "sweep/cells.hpp"
 
+#include "common/json_reader.hpp"
 #include "scenario/verdict.hpp"
 
 #include <stdexcept>
@@ -44,9 +45,19 @@ PreviousCells::PreviousCells(const std::string& path, std::uint64_t cells_total)
   if (!scan) throw std::runtime_error("cannot read " + path);
   std::string line;
   for (std::uint64_t number = 1; std::getline(scan, line); ++number) {
+    // getline stops at the end of the file without a newline only on the last line.
+    const bool unterminated = scan.eof();
     json record;
     try {
-      record = json::parse(line);
+      record = parse_bounded_json(line);
+    } catch (const std::exception& e) {
+      if (unterminated) {
+        dropped_torn_line_ = number;
+        break;
+      }
+      throw std::runtime_error(path + ":" + std::to_string(number) + ": " + e.what());
+    }
+    try {
       const auto cell = record.at("cell").get<std::uint64_t>();
       if (cell >= cells_total) throw std::runtime_error("cell " + std::to_string(cell) + " is not in the grid");
       if (is_kept(record) && !kept_[cell]) {
@@ -56,14 +67,16 @@ PreviousCells::PreviousCells(const std::string& path, std::uint64_t cells_total)
     } catch (const std::exception& e) {
       throw std::runtime_error(path + ":" + std::to_string(number) + ": " + e.what());
     }
+    ++whole_lines_;
   }
   in_.open(path);
 }
 
 json PreviousCells::take(std::uint64_t cell) {
   std::string line;
-  while (std::getline(in_, line)) {
-    auto record = json::parse(line);
+  while (lines_taken_ < whole_lines_ && std::getline(in_, line)) {
+    ++lines_taken_;
+    auto record = parse_bounded_json(line);
     if (record.at("cell").get<std::uint64_t>() == cell && is_kept(record)) return record;
   }
   throw std::runtime_error(path_ + " changed while the sweep resumed: cell " + std::to_string(cell) + " is gone");

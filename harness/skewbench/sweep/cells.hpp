@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,14 @@ class PreviousCells {
  public:
   // Reads the file once to note which cells it holds (one bit per cell of the
   // grid); throws std::runtime_error naming the file and line when malformed.
+  // A last line with no newline that is not a whole record is what an append
+  // cut short leaves (a full disk, a kill): it is dropped, and its cell runs
+  // again. Any other malformed line is an error.
   PreviousCells(const std::string& path, std::uint64_t cells_total);
   bool keeps(std::uint64_t cell) const { return cell < kept_.size() && kept_[cell]; }
   std::uint64_t kept_count() const { return kept_count_; }
+  // The line number of a torn last line that was dropped, if any.
+  std::optional<std::uint64_t> dropped_torn_line() const { return dropped_torn_line_; }
   // The record of a kept cell; cells must be asked for in increasing order.
   nlohmann::json take(std::uint64_t cell);
 
@@ -53,6 +59,9 @@ class PreviousCells {
   std::string path_;
   std::vector<bool> kept_;
   std::uint64_t kept_count_ = 0;
+  std::uint64_t whole_lines_ = 0;  // lines take() may read
+  std::uint64_t lines_taken_ = 0;
+  std::optional<std::uint64_t> dropped_torn_line_;
   std::ifstream in_;
 };
 
