@@ -10,6 +10,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "common/digest.hpp"
+#include "evidence/evidence.hpp"
 #include "support/cli.hpp"
 #include "support/shared_stack.hpp"
 #include "support/sweep_fixture.hpp"
@@ -306,6 +307,34 @@ TEST_CASE("verify says valid for a run and a sweep as written, and names what wa
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.output, ContainsSubstring("summary.json: $.scenarios[0]"));
     CHECK_THAT(r.output, ContainsSubstring("schemas/summary.schema.json"));
+  }
+  SECTION("a row turned from CONFLICT to SAFE, with the run digest and the manifest rewritten to match") {
+    // compare would refuse the row through the run digest; a forger who
+    // recomputes it still meets the row's own scenario file here.
+    auto summary = read_json(run / "summary.json");
+    std::size_t i = 0;
+    while (summary["scenarios"][i]["id"] != "018-unsafe-node-local") ++i;
+    REQUIRE(summary["scenarios"][i]["verdict"] == "CONFLICT");
+    summary["scenarios"][i]["verdict"] = "SAFE";
+    summary["scenarios"][i]["effect_count"] = 1;
+    summary["core_digest"] = evidence::run_core_digest(summary["scenarios"]);
+    write_file_atomically(run / "summary.json", summary.dump(2) + "\n");
+    auto manifest = read_json(run / "manifest.json");
+    for (auto& f : manifest["files"]) {
+      if (f["path"] == "summary.json") {
+        f["sha256"] = sha256_hex(read_file(run / "summary.json"));
+        f["bytes"] = fs::file_size(run / "summary.json");
+      }
+    }
+    write_file_atomically(run / "manifest.json", manifest.dump(2));
+    const auto r = run_skewbench({"verify", run.string()});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    const auto at = "summary.json: $.scenarios[" + std::to_string(i) + "]";
+    CHECK_THAT(r.output, ContainsSubstring(at + ".verdict is \"SAFE\", but scenarios/018-unsafe-node-local.json "
+                                                "gives \"CONFLICT\""));
+    CHECK_THAT(r.output,
+               ContainsSubstring(at + ".effect_count is 1, but scenarios/018-unsafe-node-local.json gives 2"));
   }
   SECTION("no manifest, or not a folder") {
     fs::remove(run / "manifest.json");

@@ -272,3 +272,44 @@ TEST_CASE("compare's Markdown keeps a table row per changed scenario") {
   CHECK_THAT(md, ContainsSubstring("| policy | SAFE | CONFLICT | HELD | ERROR |\n|---|---|---|---|---|\n"));
   CHECK(scenario::verdict_words() == "SAFE, CONFLICT, HELD or ERROR");
 }
+
+TEST_CASE("a run row edited by hand in any field compare reads cannot be compared: the run digest binds them") {
+  // Before, the run digest covered only each row's id and core digest, so a
+  // CONFLICT turned SAFE (with its effect count) read as "no new CONFLICT".
+  TempDir dir("skewbench-compare");
+  auto conflict = run_row("a", "CONFLICT", 2);
+  conflict["temporal_state"] = "EXPIRED";
+  conflict["post_requests"] = 2;
+  conflict["final_status"] = "committed";
+  const auto base = crafted_run(dir.path() / "base", {conflict});
+  const auto cand = crafted_run(dir.path() / "cand", {conflict});
+  const auto [field, edited_value] = GENERATE(table<std::string, json>({{"verdict", "SAFE"},
+                                                                        {"effect_count", 1},
+                                                                        {"decision", "RECONCILE_FIRST"},
+                                                                        {"temporal_state", "ACTIVE"},
+                                                                        {"post_requests", 1},
+                                                                        {"final_status", "conflict"},
+                                                                        {"policy", "uncertainty"},
+                                                                        {"pass", false}}));
+  INFO(field);
+  const auto path = cand / "summary.json";
+  auto summary = json::parse(read_file(path));
+  summary["scenarios"][0][field] = edited_value;
+  write_file_atomically(path, summary.dump());
+  try {
+    compare_dirs(base, cand);
+    FAIL("an edited row was compared");
+  } catch (const compare::CannotCompare& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("does not match its own rows"));
+  }
+}
+
+TEST_CASE("a run row's error text is not in the run digest: it names ports and ids that differ between runs") {
+  TempDir dir("skewbench-compare");
+  auto errored = run_row("a", "ERROR", 0);
+  errored["error"] = "cannot reach 127.0.0.1:40001";
+  const json rows = json::array({errored});
+  auto other = errored;
+  other["error"] = "cannot reach 127.0.0.1:40002";
+  CHECK(evidence::run_core_digest(rows) == evidence::run_core_digest(json::array({other})));
+}

@@ -152,10 +152,47 @@ json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r) {
 std::string run_core_digest(const json& summary_rows) {
   json core_rows = json::array();
   for (const auto& row : summary_rows) {
-    core_rows.push_back(
-        {{"id", row.value("id", json(nullptr))}, {"core_digest", row.value("core_digest", json(nullptr))}});
+    json core = row;
+    if (core.is_object()) core.erase("error");
+    core_rows.push_back(std::move(core));
   }
   return json_digest(core_rows);
+}
+
+namespace {
+
+// The observed fields of the last recovery that ran, as ScenarioResult's
+// last_recovery() finds it: by the role of the step in the scenario's input.
+json last_recovery_observed(const json& evidence) {
+  const auto input = scenario::parse_scenario(evidence.at("input"), "scenario evidence input");
+  json found = nullptr;
+  for (const auto& record : evidence.at("timeline")) {
+    const auto index = record.at("index").get<std::size_t>();
+    if (index >= input.steps.size() || input.steps[index].step->role() != steps::StepRole::Recovery) continue;
+    if (record.contains("observed")) found = record["observed"];
+  }
+  return found;
+}
+
+}  // namespace
+
+json row_of_evidence(const json& evidence) {
+  const auto recovery = last_recovery_observed(evidence);
+  const auto& f = evidence.at("final");
+  const auto field = [](const json& object, const char* name) {
+    return object.is_object() ? object.value(name, json(nullptr)) : json(nullptr);
+  };
+  return {{"id", evidence.at("scenario_id")},
+          {"policy", evidence.at("policy").at("name")},
+          {"temporal_state", field(recovery, "temporal_state")},
+          {"decision", field(recovery, "decision")},
+          {"post_requests", field(f, "post_requests")},
+          {"effect_count", field(f, "effect_count")},
+          {"final_status", field(f, "status")},
+          {"verdict", evidence.at("verdict")},
+          {"error", evidence.at("error")},
+          {"pass", evidence.at("pass")},
+          {"core_digest", json_digest(scenario_core_of_evidence(evidence))}};
 }
 
 namespace {

@@ -55,13 +55,24 @@ std::vector<std::string> standard_warnings(int postgres_major);
 // The deterministic core of one scenario's result, and its digest.
 nlohmann::json scenario_core(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
 
-// The run's core digest from summary.json's rows: SHA-256 over [{id,
-// core_digest}] in row order. compare recomputes it to catch an edited file.
+// The run's core digest from summary.json's rows: SHA-256 over the rows in
+// order, each without its error text (which names ports and ids that differ
+// between runs). It covers every field compare reads (verdict, decision,
+// temporal state, counts, status, policy), so compare, which recomputes it,
+// refuses a row edited by hand.
 std::string run_core_digest(const nlohmann::json& summary_rows);
 
 // The same core, rebuilt from a scenarios/<id>.json file as written (for
 // verify). Throws nlohmann::json::exception when a field is missing.
 nlohmann::json scenario_core_of_evidence(const nlohmann::json& evidence);
+
+// The summary.json row a scenarios/<id>.json file implies, from that file
+// alone: its id, policy, the last recovery's temporal state and decision (the
+// recovery found by role in its own input), the closing counts and status,
+// verdict, error, pass and its recomputed core digest. verify holds each row
+// of summary.json against it. Throws (json or scenario errors) when the file
+// lacks what it needs.
+nlohmann::json row_of_evidence(const nlohmann::json& evidence);
 
 // A scenario's outcome in a line: id, policy, the recovery's temporal state and
 // decision, the closing counts and status, the verdict and any error. The rows

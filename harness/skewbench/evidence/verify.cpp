@@ -43,6 +43,7 @@ class Checker {
 
   bool check_manifest();
   void check_run();
+  void check_row(std::size_t i, const json& row, std::map<std::string, json>& row_by_id);
   void check_sweep();
   FolderKind kind() const { return manifest_.kind; }
   Verification take() { return std::move(result_); }
@@ -86,43 +87,56 @@ bool Checker::check_manifest() {
 
 void Checker::check_run() {
   const auto summary = document("summary.json", "summary");
-  std::map<std::string, std::string> digest_by_id;  // from the scenario files
+  std::map<std::string, json> row_by_id;  // what each scenario file implies
   for (const auto& f : manifest_.files) {
     if (f.path.rfind("scenarios/", 0) != 0) continue;
     const auto evidence = document(f.path, "scenario-evidence");
     if (!evidence) continue;
-    const auto recomputed = json_digest(scenario_core_of_evidence(*evidence));
-    // json against json: nlohmann 3.11 in C++20 has no std::string == json.
-    if ((*evidence)["core_digest"] != json(recomputed)) {
-      problem(f.path,
-              "core_digest " + (*evidence)["core_digest"].dump() + " differs from the recomputed " + recomputed);
+    json implied;
+    try {
+      implied = row_of_evidence(*evidence);
+    } catch (const std::exception& e) {
+      problem(f.path, std::string("cannot be read back as a scenario's evidence: ") + e.what());
+      continue;
     }
-    digest_by_id[(*evidence)["scenario_id"].get<std::string>()] = recomputed;
+    // json against json: nlohmann 3.11 in C++20 has no std::string == json.
+    if ((*evidence)["core_digest"] != implied["core_digest"]) {
+      problem(f.path, "core_digest " + (*evidence)["core_digest"].dump() + " differs from the recomputed " +
+                          implied["core_digest"].get<std::string>());
+    }
+    row_by_id[(*evidence)["scenario_id"].get<std::string>()] = std::move(implied);
   }
   for (const auto* benchmark : series_benchmarks()) {
     if (!manifest_.lists(benchmark->result_file)) continue;
     if (!json::accept(read_file(dir_ / benchmark->result_file))) problem(benchmark->result_file, "not JSON");
   }
   if (!summary) return;
-  json core_rows = json::array();
-  for (std::size_t i = 0; i < (*summary)["scenarios"].size(); ++i) {
-    const auto& row = (*summary)["scenarios"][i];
-    const auto id = row["id"].get<std::string>();
-    const auto at = "$.scenarios[" + std::to_string(i) + "]";
-    const auto it = digest_by_id.find(id);
-    if (it == digest_by_id.end()) {
-      problem("summary.json", at + ": no valid scenarios/" + id + ".json beside it");
-    } else if (row["core_digest"] != it->second) {
-      problem("summary.json", at + ".core_digest differs from scenarios/" + id + ".json's");
-    }
-    core_rows.push_back({{"id", id}, {"core_digest", row["core_digest"]}});
-    digest_by_id.erase(id);
-  }
-  for (const auto& [id, _] : digest_by_id) problem("scenarios/" + id + ".json", "has no row in summary.json");
-  result_.digest = json_digest(core_rows);
+  for (std::size_t i = 0; i < (*summary)["scenarios"].size(); ++i) check_row(i, (*summary)["scenarios"][i], row_by_id);
+  for (const auto& [id, _] : row_by_id) problem("scenarios/" + id + ".json", "has no row in summary.json");
+  result_.digest = run_core_digest((*summary)["scenarios"]);
   if ((*summary)["core_digest"] != result_.digest) {
     problem("summary.json", "$.core_digest differs from the recomputed " + result_.digest);
   }
+}
+
+// Row i of summary.json must say what its scenario file says, field by field:
+// a row edited by hand (and the manifest rewritten to match) is named here.
+void Checker::check_row(std::size_t i, const json& row, std::map<std::string, json>& row_by_id) {
+  const auto id = row["id"].get<std::string>();
+  const auto at = "$.scenarios[" + std::to_string(i) + "]";
+  const auto it = row_by_id.find(id);
+  if (it == row_by_id.end()) {
+    problem("summary.json", at + ": no valid scenarios/" + id + ".json beside it");
+    return;
+  }
+  for (const auto& [field, implied] : it->second.items()) {
+    const auto stated = row.value(field, json(nullptr));
+    if (stated != implied) {
+      problem("summary.json",
+              at + "." + field + " is " + stated.dump() + ", but scenarios/" + id + ".json gives " + implied.dump());
+    }
+  }
+  row_by_id.erase(it);
 }
 
 void Checker::check_sweep() {
