@@ -448,7 +448,7 @@ void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
     TempDir out("skewbench-bench-sweep");
     sweep::SweepSettings settings;
     settings.database_url = stack.database_url();
-    settings.remote_url = stack.remote_url();
+    settings.remote_urls = stack.remote_urls();
     settings.run_id = runner::new_run_id();
     settings.jobs = jobs;
     settings.progress = false;

@@ -13,6 +13,7 @@
 
 using namespace skewbench;
 using namespace skewbench::testing;
+using Catch::Matchers::ContainsSubstring;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -140,4 +141,85 @@ TEST_CASE("a malformed grid file is exit 2 naming the file and the field, and no
   CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("skewbench: invalid grid: " + path.string() +
                                                           ": $.axes[0].values: expected a non-empty array"));
   CHECK_FALSE(fs::exists(dir.path() / "o" / "cells.jsonl"));
+}
+
+namespace {
+
+// #019's fence flow swept: the worker binds the remote's temporal epoch after
+// its first POST, then cleans up (or only reads), rolls its clock back and
+// replays. A cleanup of another cell advances the same epoch, so if two
+// cells ran at once on one remote, one could be fenced out by the other.
+json fence_grid() {
+  json rollback = json::array();
+  for (int offset = 0; offset >= -70; offset -= 5) rollback.push_back(offset);
+  return {{"id", "fence"},
+          {"description", "the #019 fence under rollbacks, with and without cleanup"},
+          {"base_scenario", source_path("scenarios/019-temporal-epoch-fence.json")},
+          {"policies", json::array({{{"policy", {{"name", "node_local"}}}},
+                                    {{"policy", {{"name", "monotonic_watermark"}}}},
+                                    {{"policy", {{"name", "reconcile_first"}}}}})},
+          {"axes", json::array({{{"name", "rollback_offset_s"}, {"pointer", "/steps/5/offset_s"}, {"values", rollback}},
+                                {{"name", "cleanup"}, {"pointer", "/steps/4/kind"}, {"values", {"gc", "observe"}}}})}};
+}
+
+// A sweep whose remote-effect skewbench starts itself (one per job).
+CommandResult run_isolated_sweep(const fs::path& grid, const fs::path& out, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"sweep",          grid.string(),         "--out", out.string(),
+                                   "--database-url", stack().cluster.url(), "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_skewbench(args);
+}
+
+}  // namespace
+
+TEST_CASE("a sweep that binds the remote's temporal epoch gives one digest at every --jobs and when sharded") {
+  TempDir dir("skewbench-sweep-it");
+  const auto grid = write_grid(dir.path(), fence_grid());
+  const auto one = run_isolated_sweep(grid, dir.path() / "jobs-1", {"--jobs", "1"});
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  const auto summary = read_json(dir.path() / "jobs-1" / "sweep.json");
+  REQUIRE(summary["cells_done"] == 90);
+  CHECK(summary["environment"]["remote_effect"]["instances"] == 1);
+  const auto expected = summary["cells_core_digest"];
+  // Some cells must be fenced (SAFE after a cleanup) and some must not, or
+  // the digest could not tell interference from none.
+  CHECK(summary["per_policy"]["node_local"]["SAFE"].get<int>() > 0);
+  CHECK(summary["per_policy"]["node_local"]["CONFLICT"].get<int>() > 0);
+  for (const char* jobs : {"2", "4"}) {
+    INFO("--jobs " << jobs);
+    const auto out = dir.path() / (std::string("jobs-") + jobs);
+    const auto r = run_isolated_sweep(grid, out, {"--jobs", jobs});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto s = read_json(out / "sweep.json");
+    CHECK(s["environment"]["remote_effect"]["instances"] == std::stoi(jobs));
+    CHECK(s["cells_core_digest"] == expected);
+  }
+  REQUIRE(run_isolated_sweep(grid, dir.path() / "s1", {"--shard", "1/2", "--jobs", "2"}).exit_code == 0);
+  REQUIRE(run_isolated_sweep(grid, dir.path() / "s2", {"--shard", "2/2", "--jobs", "3"}).exit_code == 0);
+  const auto merged = run_skewbench(
+      {"merge", (dir.path() / "s1").string(), (dir.path() / "s2").string(), "--out", (dir.path() / "merged").string()});
+  INFO(merged.output);
+  REQUIRE(merged.exit_code == 0);
+  CHECK(read_json(dir.path() / "merged" / "sweep.json")["cells_core_digest"] == expected);
+}
+
+TEST_CASE("against one --remote-url, a grid that binds the temporal epoch runs one job, and --jobs 2 is exit 2") {
+  TempDir dir("skewbench-sweep-it");
+  const auto grid = write_grid(dir.path(), fence_grid());
+  const auto refused = run_sweep(grid, dir.path() / "refused", {"--jobs", "2"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.output, ContainsSubstring("bind_temporal_epoch steps depend on state the remote keeps"));
+  CHECK_THAT(refused.output, ContainsSubstring("pass --jobs 1"));
+  CHECK_FALSE(fs::exists(dir.path() / "refused"));
+  // Without --jobs: one job, said on stderr (-q keeps progress quiet, not this).
+  std::vector<std::string> args = {
+      "sweep",          grid.string(),         "--out",        (dir.path() / "one").string(),
+      "--database-url", stack().cluster.url(), "--remote-url", stack().remote.base_url()};
+  const auto r = run_skewbench(args);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, ContainsSubstring("running 1 job"));
+  CHECK(read_json(dir.path() / "one" / "sweep.json")["jobs"] == 1);
 }

@@ -140,16 +140,17 @@ void print_sweep_end(const SweepArgs& args, const json& summary, const sweep::Sw
 // Runs the cells on the session's services into `out`, then writes sweep.json
 // and prints the outcome.
 int sweep_in_session(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard,
-                     evidence::OutFolder& out, sweep::PreviousCells* previous) {
-  // Each job holds one PostgreSQL connection and one remote-effect worker
-  // thread; the started services are sized for kMaxJobs.
-  const unsigned jobs =
-      args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
+                     evidence::OutFolder& out, sweep::PreviousCells* previous, unsigned jobs) {
   const auto run_id = runner::new_run_id();
   // Every cell shares the base scenario's dedupe mode (no axis may vary it).
+  // A started remote-effect runs once per job (docs/sweeps.md, "Isolation").
+  auto services = args.services;
+  services.remote_instances = jobs;
   runner::Session session(
-      {.services = args.services, .run_id = run_id, .dedupe_mode = grid.cell_scenario(grid.cell(0)).dedupe_mode});
+      {.services = services, .run_id = run_id, .dedupe_mode = grid.cell_scenario(grid.cell(0)).dedupe_mode});
   auto [environment, warnings] = describe_sweep_environment(args, session, run_id);
+  const auto remote_urls = session.stack().remote_urls();
+  environment["remote_effect"]["instances"] = remote_urls.size();
   session.close_connections();  // the workers open their own
   if (previous) {
     out.remove_previous({kCellsFile, "sweep.json"});  // an old report no longer matches
@@ -158,7 +159,7 @@ int sweep_in_session(const SweepArgs& args, const sweep::Grid& grid, const sweep
   }
   if (!args.services.quiet) print_sweep_start(grid, shard, jobs, previous);
   sweep::SweepSettings settings{.database_url = session.stack().database_url(),
-                                .remote_url = session.stack().remote_url(),
+                                .remote_urls = remote_urls,
                                 .remote_control = nullptr,
                                 .run_id = run_id,
                                 .jobs = jobs,
@@ -181,9 +182,9 @@ int sweep_in_session(const SweepArgs& args, const sweep::Grid& grid, const sweep
 }
 
 int run_sweep_cells(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard, evidence::OutFolder& out,
-                    sweep::PreviousCells* previous) {
+                    sweep::PreviousCells* previous, unsigned jobs) {
   try {
-    return sweep_in_session(args, grid, shard, out, previous);
+    return sweep_in_session(args, grid, shard, out, previous, jobs);
   } catch (const scenario::ScenarioFileError& e) {
     // Two axes together can still make a cell invalid (each value alone was checked).
     std::cerr << "skewbench: invalid grid cell: " << e.what() << "\n";
@@ -215,6 +216,30 @@ bool grid_is_sweepable(const SweepArgs& args, const sweep::Grid& grid) {
   return true;
 }
 
+// How many cells run at once. Each job holds one PostgreSQL connection and
+// one remote; a started remote-effect runs once per job, so cells that run at
+// once never share its service-wide state. An external remote (--remote-url)
+// is one service for every job: a grid whose steps read or change its
+// service-wide state then runs one cell at a time, and an explicit --jobs
+// above 1 is refused. Returns 0 (and says why) when the flags cannot be met.
+unsigned sweep_jobs(const SweepArgs& args, const sweep::Grid& grid) {
+  const unsigned jobs =
+      args.jobs > 0 ? static_cast<unsigned>(args.jobs) : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxJobs);
+  const auto& shared_kinds = grid.service_wide_reader_kinds();
+  if (!args.services.remote_url || shared_kinds.empty() || jobs == 1) return jobs;
+  const auto why = args.grid_path + ": its cells' " + text::join(shared_kinds, " and ") +
+                   " steps depend on state the remote keeps for every operation (its temporal epoch), and the "
+                   "jobs of a sweep share the one --remote-url, so cells running at once would change each "
+                   "other's outcome";
+  if (args.jobs > 0) {
+    std::cerr << "skewbench: " << why << "; pass --jobs 1, or drop --remote-url to let skewbench start one "
+              << "remote-effect per job\n";
+    return 0;
+  }
+  if (!args.services.quiet) std::cerr << "skewbench: " << why << ": running 1 job\n";
+  return 1;
+}
+
 // Checks the flags, opens --out and runs the sweep (or resumes it).
 int start_sweep(const SweepArgs& args, const sweep::Grid& grid, const sweep::Shard& shard) {
   if (args.out_dir.empty()) {
@@ -226,6 +251,8 @@ int start_sweep(const SweepArgs& args, const sweep::Grid& grid, const sweep::Sha
   std::vector<scenario::Scenario> base;
   base.push_back(grid.cell_scenario(grid.cell(0)));
   if (!remote_modes_match(args.services, base)) return exit_code::kUsage;
+  const auto jobs = sweep_jobs(args, grid);
+  if (jobs == 0) return exit_code::kUsage;
   const auto out = open_out_folder({.path = args.out_dir,
                                     .kind = evidence::FolderKind::kSweep,
                                     .overwrite = args.overwrite,
@@ -235,7 +262,7 @@ int start_sweep(const SweepArgs& args, const sweep::Grid& grid, const sweep::Sha
   if (!out) return exit_code::kUsage;
   std::unique_ptr<sweep::PreviousCells> previous;
   if (args.resume && !(previous = cells_to_resume(out->path(), grid, shard))) return exit_code::kUsage;
-  return run_sweep_cells(args, grid, shard, *out, previous.get());
+  return run_sweep_cells(args, grid, shard, *out, previous.get(), jobs);
 }
 
 }  // namespace

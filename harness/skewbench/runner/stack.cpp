@@ -1,5 +1,6 @@
 #include "runner/stack.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -47,6 +48,35 @@ std::string find_remote_effect_binary(const std::optional<std::string>& given) {
   throw InfrastructureError("cannot find the remote-effect executable; pass --remote-effect-bin or --remote-url");
 }
 
+namespace {
+
+std::unique_ptr<remote_effect::RemoteEffectProcess> start_remote(const remote_effect::LaunchOptions& launch) {
+  try {
+    return std::make_unique<remote_effect::RemoteEffectProcess>(launch);
+  } catch (const InfrastructureError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InfrastructureError(std::string("cannot start remote-effect: ") + e.what());
+  }
+}
+
+// Runs `remote` in dedupe mode `mode`: restarts it on the same state file and
+// port when it runs another, so its clients keep their URL.
+void switch_dedupe_mode(std::unique_ptr<remote_effect::RemoteEffectProcess>& remote,
+                        remote_effect::LaunchOptions& launch, const std::string& mode) {
+  if (launch.dedupe == mode) return;
+  launch.dedupe = mode;
+  launch.port = remote->port();
+  try {
+    remote.reset();
+    remote = std::make_unique<remote_effect::RemoteEffectProcess>(launch);
+  } catch (const std::exception& e) {
+    throw InfrastructureError("cannot restart remote-effect with --dedupe " + mode + ": " + e.what());
+  }
+}
+
+}  // namespace
+
 Stack::Stack(const StackOptions& options) {
   if (!options.database_url || !options.remote_url) work_dir_ = std::make_unique<TempDir>("skewbench-run");
   if (options.database_url) {
@@ -62,23 +92,38 @@ Stack::Stack(const StackOptions& options) {
   }
   if (options.remote_url) {
     remote_url_ = *options.remote_url;
-  } else {
-    remote_effect::LaunchOptions launch;
-    launch.binary = find_remote_effect_binary(options.remote_effect_binary);
-    launch.state_db = work_dir_->path() / "remote-effect.sqlite3";
-    launch.sync = options.remote_sync;
-    launch.stderr_path = (work_dir_->path() / "remote-effect.log").string();
-    if (!options.quiet) std::cerr << "skewbench: starting remote-effect (" << launch.binary << ")\n";
-    launch_ = std::make_unique<remote_effect::LaunchOptions>(launch);
-    try {
-      remote_ = std::make_unique<remote_effect::RemoteEffectProcess>(launch);
-    } catch (const InfrastructureError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw InfrastructureError(std::string("cannot start remote-effect: ") + e.what());
-    }
-    remote_url_ = remote_->base_url();
+    return;
   }
+  const auto binary = find_remote_effect_binary(options.remote_effect_binary);
+  const unsigned instances = std::max(1u, options.remote_instances);
+  if (!options.quiet) {
+    std::cerr << "skewbench: starting remote-effect (" << binary << ")"
+              << (instances > 1 ? " x" + std::to_string(instances) + ", one per job" : "") << "\n";
+  }
+  for (unsigned i = 0; i < instances; ++i) {
+    // The first keeps the names it always had; the others are numbered.
+    const auto name = i == 0 ? std::string("remote-effect") : "remote-effect-" + std::to_string(i + 1);
+    auto launch = std::make_unique<remote_effect::LaunchOptions>();
+    launch->binary = binary;
+    launch->state_db = work_dir_->path() / (name + ".sqlite3");
+    launch->sync = options.remote_sync;
+    launch->stderr_path = (work_dir_->path() / (name + ".log")).string();
+    auto process = start_remote(*launch);
+    if (i == 0) {
+      launch_ = std::move(launch);
+      remote_ = std::move(process);
+    } else {
+      more_launches_.push_back(std::move(launch));
+      more_remotes_.push_back(std::move(process));
+    }
+  }
+  remote_url_ = remote_->base_url();
+}
+
+std::vector<std::string> Stack::remote_urls() const {
+  std::vector<std::string> urls = {remote_url_};
+  for (const auto& r : more_remotes_) urls.push_back(r->base_url());
+  return urls;
 }
 
 // One thread that waits out a pause and sends SIGCONT; destroying it resumes
@@ -141,16 +186,9 @@ std::string Stack::restart_remote() {
 
 void Stack::use_dedupe_mode(const std::string& mode) {
   if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot change its dedupe mode");
-  if (launch_->dedupe == mode) return;
   // The same state file and port: the client keeps its URL, the ledger stays.
-  launch_->dedupe = mode;
-  launch_->port = remote_->port();
-  try {
-    remote_.reset();
-    remote_ = std::make_unique<remote_effect::RemoteEffectProcess>(*launch_);
-  } catch (const std::exception& e) {
-    throw InfrastructureError("cannot restart remote-effect with --dedupe " + mode + ": " + e.what());
-  }
+  switch_dedupe_mode(remote_, *launch_, mode);
+  for (std::size_t i = 0; i < more_remotes_.size(); ++i) switch_dedupe_mode(more_remotes_[i], *more_launches_[i], mode);
 }
 
 }  // namespace skewbench::runner

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,10 @@ struct StackOptions {
   int db_timeout_s = 30;    // connect and statement on PostgreSQL (--db-timeout)
   // Server binaries of a started cluster (--postgres-bin); else chosen as in infra/postgres_cluster.hpp.
   std::optional<std::string> postgres_bin = std::nullopt;
+  // How many remote-effect processes to start, each on its own state file
+  // (a sweep starts one per job, so no two cells running at once share the
+  // remote's service-wide state). Ignored with remote_url.
+  unsigned remote_instances = 1;
 
   // The timeouts in force, as the evidence records them.
   nlohmann::json timeouts_json() const {
@@ -57,7 +62,10 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   ~Stack() override;
 
   const std::string& database_url() const { return database_url_; }
+  // The first remote: the one a run, and every control step, uses.
   const std::string& remote_url() const { return remote_url_; }
+  // Every remote: the started instances, or the one external URL.
+  std::vector<std::string> remote_urls() const;
   bool embedded_database() const { return cluster_ != nullptr; }
   // The binaries of the started cluster; null when the database is external.
   const infra::PostgresBinaries* postgres_binaries() const;
@@ -79,6 +87,9 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   std::unique_ptr<infra::PostgresCluster> cluster_;
   std::unique_ptr<remote_effect::LaunchOptions> launch_;  // how remote_ was started
   std::unique_ptr<remote_effect::RemoteEffectProcess> remote_;
+  // Started instances beyond the first (StackOptions::remote_instances), with their launch options.
+  std::vector<std::unique_ptr<remote_effect::LaunchOptions>> more_launches_;
+  std::vector<std::unique_ptr<remote_effect::RemoteEffectProcess>> more_remotes_;
   std::unique_ptr<Resumer> resumer_;  // declared after remote_: resumes it before it is stopped
   std::string database_url_;
   std::string remote_url_;

@@ -129,7 +129,8 @@ class ReorderBuffer {
 // once they have been unreachable for the sweep's limit.
 class WorkerConnections {
  public:
-  explicit WorkerConnections(const SweepSettings& settings) : settings_(settings) {}
+  WorkerConnections(const SweepSettings& settings, std::string remote_url)
+      : settings_(settings), remote_url_(std::move(remote_url)) {}
 
   bool ready() const { return runner_ != nullptr; }
   runner::ScenarioRunner& runner() { return *runner_; }
@@ -169,7 +170,7 @@ class WorkerConnections {
     drop();
     try {
       outbox_ = std::make_unique<infra::PgOutbox>(settings_.database_url, settings_.run_id, settings_.db_timeouts);
-      remote_ = std::make_unique<infra::HttpRemote>(settings_.remote_url, settings_.http_timeouts);
+      remote_ = std::make_unique<infra::HttpRemote>(remote_url_, settings_.http_timeouts);
       remote_->health();
     } catch (const std::exception& e) {
       last_error_ = e.what();
@@ -186,6 +187,7 @@ class WorkerConnections {
   }
 
   const SweepSettings& settings_;
+  std::string remote_url_;
   std::unique_ptr<infra::PgOutbox> outbox_;
   std::unique_ptr<infra::HttpRemote> remote_;
   std::unique_ptr<runner::ScenarioRunner> runner_;
@@ -277,8 +279,10 @@ void run_cell(SharedCells& shared, WorkerConnections& connections, std::uint64_t
 }
 
 // One worker: takes cells in order until none is left or the sweep stops.
-void work(SharedCells& shared) {
-  WorkerConnections connections(shared.settings);
+void work(SharedCells& shared, unsigned worker) {
+  const auto& urls = shared.settings.remote_urls;
+  if (urls.empty()) throw std::logic_error("a sweep needs at least one remote URL");
+  WorkerConnections connections(shared.settings, urls[worker % urls.size()]);
   for (;;) {
     if (!connections.ready() && !connections.reconnect([&shared] { return shared.stopping(); })) {
       if (!shared.stopping()) {
@@ -309,9 +313,9 @@ void run_workers(SharedCells& shared, unsigned jobs) {
   std::exception_ptr failure;
   std::mutex failure_mutex;
   for (unsigned i = 0; i < jobs; ++i) {
-    threads.emplace_back([&]() {
+    threads.emplace_back([&, i]() {
       try {
-        work(shared);
+        work(shared, i);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +36,9 @@ struct Shard {
 
 struct SweepSettings {
   std::string database_url;
-  std::string remote_url;
+  // Worker i talks to remote_urls[i % size]: one remote per job keeps cells
+  // that run at once from sharing the remote's service-wide state.
+  std::vector<std::string> remote_urls;
   steps::RemoteControl* remote_control = nullptr;
   std::string run_id;
   unsigned jobs = 1;
