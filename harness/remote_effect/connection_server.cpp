@@ -32,6 +32,7 @@ struct RequestContext {
   ReadFailure failure = ReadFailure::none;
   bool dropped = false;
   bool close_after = false;
+  bool responded = false;  // a byte of a response was written
 };
 
 thread_local RequestContext* current_context = nullptr;
@@ -128,6 +129,7 @@ class ConnectionStream final : public httplib::Stream {
 
   ssize_t write(const char* ptr, std::size_t size) override {
     if (!is_writable()) return -1;
+    if (context_) context_->responded = true;
     for (;;) {
       const ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
       if (n >= 0 || errno != EINTR) return n;
@@ -243,11 +245,17 @@ void drain_before_close(socket_t sock) {
   }
 }
 
+// A whole response written by hand, for the answers cpp-httplib's parser
+// cannot give (it returns without one when the request line is cut short).
+std::string raw_json_response(std::string_view status_line, std::string_view body) {
+  return "HTTP/1.1 " + std::string(status_line) +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + std::string(body);
+}
+
 void reject_over_limit(socket_t sock, std::size_t limit) {
   const std::string body = R"({"error":"too_many_connections","limit_connections":)" + std::to_string(limit) + "}";
-  const std::string response =
-      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
-      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  const std::string response = raw_json_response("503 Service Unavailable", body);
   // Best effort and never blocking: the accepting thread must not wait on it.
   [[maybe_unused]] const auto sent = ::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
@@ -356,6 +364,13 @@ bool ConnectionServer::serve(socket_t sock) {
         process_request_on(stream, last, connection_closed, [&stream](httplib::Request&) { stream.begin_body(); });
     current_context = nullptr;
     if (context.dropped) return false;
+    if (!context.responded && context.failure == ReadFailure::head_timeout && !context.head.empty()) {
+      // The request line itself never ended: cpp-httplib gives up without a
+      // word, but the client that sent part of it is owed the 408.
+      const auto response = raw_json_response("408 Request Timeout", head_timeout_body_);
+      [[maybe_unused]] const auto sent = ::send(sock, response.data(), response.size(), MSG_NOSIGNAL);
+      return true;
+    }
     if (context.close_after || context.failure != ReadFailure::none) return true;
     if (!answered || last || connection_closed) return false;
   }

@@ -28,6 +28,7 @@
 #include <functional>
 #include <mutex>
 #include <set>
+#include <string>
 #include <string_view>
 
 #include <httplib.h>
@@ -57,6 +58,10 @@ class ConnectionServer : public httplib::Server {
 
   const ConnectionLimits& limits() const { return limits_; }
 
+  // The JSON body of the 408 sent when a request line does not end before
+  // header_timeout (the error handler answers every later timeout itself).
+  void set_head_timeout_body(std::string body) { head_timeout_body_ = std::move(body); }
+
   // Connections admitted and not yet closed.
   std::size_t open_connections() const;
 
@@ -85,6 +90,7 @@ class ConnectionServer : public httplib::Server {
                           const std::function<void(httplib::Request&)>& setup_request);
 
   ConnectionLimits limits_;
+  std::string head_timeout_body_ = R"({"error":"request_timeout"})";
   mutable std::mutex mutex_;
   std::set<socket_t> open_;  // guarded by mutex_; a socket leaves it before it is closed
   bool stopping_ = false;    // guarded by mutex_

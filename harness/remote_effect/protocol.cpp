@@ -179,6 +179,23 @@ std::optional<std::string> find_padded_integer_header(std::string_view request_h
   return std::nullopt;
 }
 
+bool has_obsolete_line_folding(std::string_view request_head) {
+  bool request_line = true;
+  while (!request_head.empty()) {
+    const auto end = request_head.find('\n');
+    std::string_view line = request_head.substr(0, end);
+    request_head.remove_prefix(end == std::string_view::npos ? request_head.size() : end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (request_line) {
+      request_line = false;
+      continue;
+    }
+    if (line.empty()) return false;  // the end of the head: a body may follow
+    if (line.front() == ' ' || line.front() == '\t') return true;
+  }
+  return false;
+}
+
 std::string_view dedupe_mode_name(DedupeMode mode) { return mode == DedupeMode::durable ? "durable" : "volatile"; }
 
 std::optional<DedupeMode> parse_dedupe_mode(std::string_view text) {

@@ -93,6 +93,12 @@ bool is_valid_header_value(std::string_view value);
 // breaks it, or nullopt.
 std::optional<std::string> find_padded_integer_header(std::string_view request_head);
 
+// True when a header line of the head (any line after the request line and
+// before the blank line that ends the head) starts with a space or a tab: the
+// obsolete line folding that RFC 9112 section 5.2 lets a server reject with
+// 400, which remote-effect does rather than guess what the folded line meant.
+bool has_obsolete_line_folding(std::string_view request_head);
+
 // Case-insensitive header names, several values per name, as received.
 struct CaseInsensitiveLess {
   using is_transparent = void;

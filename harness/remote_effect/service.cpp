@@ -139,6 +139,7 @@ void Service::install_error_handlers() {
   });
   server.set_write_timeout(10, 0);
   server.set_payload_max_length(kMaxBodyBytes);
+  server.set_head_timeout_body(error_body_for_status(408).dump());
 
   // Responses cpp-httplib produced itself (no route, unparseable head, body
   // not readable) get a JSON body; all but 404 close the connection.
@@ -191,6 +192,15 @@ void Service::install_routes() {
   // otherwise read until end-of-stream), so it is answered here.
   server.set_pre_routing_handler(
       httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        if (has_obsolete_line_folding(ConnectionServer::current_request_head())) {
+          // RFC 9112 section 5.2: reject rather than guess what the folded line meant.
+          ConnectionServer::close_after_response();
+          res.set_header("Connection", "close");
+          reply(res, 400,
+                {{"error", "obsolete_line_folding"},
+                 {"detail", "a header line starts with a space or tab (obs-fold, RFC 9112 section 5.2)"}});
+          return httplib::Server::HandlerResponse::Handled;
+        }
         const bool may_have_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
                                    req.method == "DELETE" || req.method == "PRI";
         if (!may_have_body) return httplib::Server::HandlerResponse::Unhandled;

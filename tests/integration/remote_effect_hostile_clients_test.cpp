@@ -300,3 +300,33 @@ TEST_CASE("an integer header padded with spaces or a tab is refused with 400; -1
   CHECK(reply.at("delivery") == "applied");
   CHECK(reply.at("idempotency_records")[0].at("expires_at") == 0);
 }
+
+TEST_CASE("a request line that never ends gets the documented 408 at the header timeout, then the close") {
+  // cpp-httplib gives up on a request line cut short without a word; the
+  // client that sent part of one is owed the 408 as much as a slow header.
+  Service service("full", 60, "durable", {"--header-timeout-seconds", "1"});
+  RawConnection connection(service.process.port());
+  REQUIRE(connection.send("GET /heal"));
+  const auto reply = connection.receive(std::chrono::milliseconds(5000), "}");
+  CHECK_THAT(reply, ContainsSubstring("HTTP/1.1 408"));
+  CHECK_THAT(reply, ContainsSubstring(R"({"error":"request_timeout"})"));
+  CHECK(connection.closed_within(std::chrono::milliseconds(3000)));
+}
+
+TEST_CASE("a header folded onto a continuation line (obs-fold) is refused with 400, never half-read") {
+  Service service;
+  RawConnection connection(service.process.port());
+  REQUIRE(connection.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: first\r\n  second\r\n\r\n"));
+  const auto reply = connection.receive(std::chrono::milliseconds(3000), "}");
+  CHECK_THAT(reply, ContainsSubstring("HTTP/1.1 400"));
+  CHECK_THAT(reply, ContainsSubstring("obsolete_line_folding"));
+  CHECK(connection.closed_within(std::chrono::milliseconds(2000)));
+  // A POST with a folded protocol header applies nothing.
+  RawConnection post(service.process.port());
+  REQUIRE(post.send(
+      keep_alive_post("X-Operation-Id: op-fold\r\n\t-2\r\nX-Idempotency-Key: k-fold\r\nX-Logical-Time: 1\r\n")));
+  CHECK_THAT(post.receive(std::chrono::milliseconds(3000), "}"), ContainsSubstring("HTTP/1.1 400"));
+  RawConnection status(service.process.port());
+  REQUIRE(status.send("GET /status/op-fold HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Logical-Time: 2\r\n\r\n"));
+  CHECK_THAT(status.receive(std::chrono::milliseconds(3000), "}"), ContainsSubstring(R"("effect_count":0)"));
+}

@@ -451,3 +451,13 @@ TEST_CASE("the headers a client writes parse back into the request it meant") {
   REQUIRE(std::holds_alternative<re::StatusRequest>(status));
   CHECK(std::get<re::StatusRequest>(status).evaluation_time_s == 170);
 }
+
+TEST_CASE("a header line that starts with a space or a tab is obsolete line folding (RFC 9112 section 5.2)") {
+  CHECK_FALSE(re::has_obsolete_line_folding("POST /effects HTTP/1.1\r\nX-Logical-Time: 5\r\nHost: a\r\n\r\n"));
+  CHECK(re::has_obsolete_line_folding("POST /effects HTTP/1.1\r\nX-Operation-Id: op\r\n  -continued\r\n\r\n"));
+  CHECK(re::has_obsolete_line_folding("GET / HTTP/1.1\r\nHost: a\r\n\tb\r\n\r\n"));
+  CHECK(re::has_obsolete_line_folding("GET / HTTP/1.1\nHost: a\n b\n\n"));  // bare LF lines too
+  // The body after the blank line is not part of the head.
+  CHECK_FALSE(re::has_obsolete_line_folding("POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n  x"));
+  CHECK_FALSE(re::has_obsolete_line_folding(""));
+}
