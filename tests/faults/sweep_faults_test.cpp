@@ -6,9 +6,12 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "infra/postgres_cluster.hpp"
 #include "remote_effect/launcher.hpp"
@@ -224,4 +227,74 @@ TEST_CASE("PostgreSQL gone for longer than --max-unreachable-s stops the sweep i
   CHECK(run.cells.size() < base.size());
   CHECK(check_against(run, base) <= kJobs);
   CHECK(run.stderr_text.find("--max-unreachable-s") != std::string::npos);
+}
+
+namespace {
+
+// The postmaster and every backend of the cluster: SIGSTOP of all of them is
+// a database that accepts connections and never answers.
+std::vector<pid_t> cluster_processes(pid_t postmaster) {
+  std::vector<pid_t> pids = {postmaster};
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text;
+    std::getline(stat, text);
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(text.substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    fields >> state >> parent;
+    if (parent == postmaster) pids.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return pids;
+}
+
+}  // namespace
+
+TEST_CASE("Ctrl-C while PostgreSQL hangs ends the sweep within seconds, not after the 30 s database timeout") {
+  // Before, a statement waited out --db-timeout and the reconnect then ran a
+  // whole connect (another --db-timeout) before it looked at the stop flag.
+  Services s;
+  TempDir tmp("skewbench-sweep-faults");
+  const auto out = tmp.path() / "hung";
+  std::vector<std::string> args = {SKEWBENCH_CLI_BIN,
+                                   "sweep",
+                                   write_grid(tmp.path()).string(),
+                                   "--out",
+                                   out.string(),
+                                   "--database-url",
+                                   s.cluster.url(),
+                                   "--remote-url",
+                                   s.remote.base_url(),
+                                   "--jobs",
+                                   "2",
+                                   "-q",
+                                   "--db-timeout",
+                                   "30"};
+  Subprocess::Options options;
+  options.stderr_path = (tmp.path() / "stderr.log").string();
+  Subprocess sweep(args, options);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (lines_in(out / "cells.jsonl") < 6 && sweep.running() && std::chrono::steady_clock::now() < deadline) {
+    sweep.wait_for_exit(std::chrono::milliseconds(10));
+  }
+  REQUIRE(lines_in(out / "cells.jsonl") >= 6);
+  const auto hung = cluster_processes(s.cluster.pid());
+  for (const auto pid : hung) ::kill(pid, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the workers now wait on PostgreSQL
+  const auto asked = std::chrono::steady_clock::now();
+  sweep.send_signal(SIGINT);
+  const auto code = sweep.wait_for_exit(std::chrono::seconds(60));
+  const auto took = std::chrono::steady_clock::now() - asked;
+  for (const auto pid : hung) ::kill(pid, SIGCONT);
+  std::string stdout_text;
+  while (const auto line = sweep.read_line(std::chrono::milliseconds(200))) stdout_text += *line + "\n";
+  INFO(stdout_text << read_file(tmp.path() / "stderr.log"));
+  REQUIRE(code);
+  CHECK(*code == 130);
+  CHECK(took < std::chrono::seconds(10));
+  CHECK_THAT(stdout_text, Catch::Matchers::ContainsSubstring("--resume"));
 }

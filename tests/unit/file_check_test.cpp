@@ -146,3 +146,23 @@ TEST_CASE("a sweep's end names its output folder, the next command, and counts j
   shard["shard"] = {{"index", 2}, {"count", 3}};
   CHECK_THAT(sweep::end_text(shard, "out/dir"), ContainsSubstring("sweep g shard 2/3"));
 }
+
+TEST_CASE("a sweep that stopped early or has ERROR cells ends with the --resume line and no digest") {
+  const json finished = {{"grid_id", "g"},           {"shard", nullptr},         {"cells_done", 4},
+                         {"cells_planned", 4},       {"complete", true},         {"errors", 0},
+                         {"interrupted", false},     {"cells_core_digest", "d"}, {"per_policy", json::object()},
+                         {"warnings", json::array()}};
+  CHECK_THAT(sweep::end_text(finished, "out/dir", "grid.json"), ContainsSubstring("cells core digest: d"));
+  auto unreachable = finished;  // stopped by --max-unreachable-s: not interrupted, not complete
+  unreachable["cells_done"] = 2;
+  unreachable["complete"] = false;
+  auto with_errors = finished;
+  with_errors["errors"] = 1;
+  for (const auto& summary : {unreachable, with_errors}) {
+    const auto text = sweep::end_text(summary, "out/dir", "grid.json");
+    INFO(text);
+    CHECK_THAT(text, ContainsSubstring("next:   skewbench sweep grid.json --out out/dir --resume"));
+    CHECK_THAT(text, !ContainsSubstring("core digest"));
+    CHECK_THAT(text, !ContainsSubstring("skewbench report"));
+  }
+}

@@ -167,7 +167,7 @@ int sweep_in_session(const SweepArgs& args, const sweep::Grid& grid, const sweep
                                 .progress = !args.services.quiet,
                                 .interrupted = &interrupted_flag(),
                                 .http_timeouts = {.timeout_s = args.services.http_timeout_s},
-                                .db_timeouts = {.timeout_s = args.services.db_timeout_s},
+                                .db_timeouts = {.timeout_s = args.services.db_timeout_s, .stop = &interrupted_flag()},
                                 .max_unreachable_s = args.max_unreachable_s,
                                 .previous = previous,
                                 .cells_file = previous ? kResumeCellsFile : kCellsFile};
@@ -219,7 +219,7 @@ bool grid_is_sweepable(const SweepArgs& args, const sweep::Grid& grid) {
 // How many cells run at once. Each job holds one PostgreSQL connection and
 // one remote; a started remote-effect runs once per job, so cells that run at
 // once never share its service-wide state. An external remote (--remote-url)
-// is one service for every job: a grid whose steps read or change its
+// is one service for every job: a grid whose cells have steps that read its
 // service-wide state then runs one cell at a time, and an explicit --jobs
 // above 1 is refused. Returns 0 (and says why) when the flags cannot be met.
 unsigned sweep_jobs(const SweepArgs& args, const sweep::Grid& grid) {

@@ -1,5 +1,6 @@
 #include "infra/pg_outbox.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -146,7 +147,7 @@ struct PgOutbox::Connection {
 // a call that takes a millisecond costs no thread switch.
 class PgOutbox::Deadline {
  public:
-  Deadline() : thread_([this] { watch(); }) {}
+  explicit Deadline(const std::atomic<bool>* stop) : stop_(stop), thread_([this] { watch(); }) {}
   ~Deadline() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -180,16 +181,21 @@ class PgOutbox::Deadline {
         idle_ = true;
         changed_.wait(lock);
         idle_ = false;
-      } else if (std::chrono::steady_clock::now() >= until_) {
+      } else if (std::chrono::steady_clock::now() >= until_ || (stop_ && stop_->load())) {
         ::shutdown(socket_fd_, SHUT_RDWR);
         fired_ = true;
         armed_ = false;
+      } else if (stop_) {
+        // A stop flag is polled: a signal handler may set it, and cannot notify.
+        changed_.wait_until(lock, std::min(until_, std::chrono::steady_clock::now() + kStopPoll));
       } else {
         changed_.wait_until(lock, until_);
       }
     }
   }
 
+  static constexpr std::chrono::milliseconds kStopPoll{50};
+  const std::atomic<bool>* stop_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool quit_ = false;
@@ -257,7 +263,7 @@ auto PgOutbox::write_statement(const char* what, const char* statement, const st
 PgOutbox::PgOutbox(const std::string& database_url, std::string run_id, DbTimeouts timeouts)
     : database_url_(database_url), timeouts_(timeouts), run_id_(std::move(run_id)) {
   if (timeouts_.timeout_s < 1) throw std::invalid_argument("the database timeout must be at least 1 s");
-  deadline_ = std::make_unique<Deadline>();
+  deadline_ = std::make_unique<Deadline>(timeouts_.stop);
   connect();
 }
 

@@ -3,6 +3,7 @@
 // The transactional outbox in PostgreSQL (libpqxx). All rows of one run carry
 // its run id, so runs against a long-lived database never collide.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,6 +21,9 @@ inline constexpr int kOutboxSchemaVersion = 1;
 // answering (SIGSTOP, a dead host) never cancels its own statement.
 struct DbTimeouts {
   int timeout_s = 30;
+  // When set and it turns true (Ctrl-C), a statement still waiting is cut at
+  // once, as its deadline would cut it, instead of waiting out timeout_s.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 class PgOutbox final : public OutboxApi {

@@ -87,7 +87,7 @@ std::optional<std::string> remote_mode_problem(const StackOptions& services,
   if (!services.remote_url) return std::nullopt;
   std::string running;
   try {
-    infra::HttpRemote remote(*services.remote_url);
+    infra::HttpRemote remote(*services.remote_url, infra::HttpTimeouts{.timeout_s = services.http_timeout_s});
     const auto health = remote.health();
     running = health.value("idempotency_mode", nlohmann::json(nullptr)).is_string()
                   ? health["idempotency_mode"].get<std::string>()

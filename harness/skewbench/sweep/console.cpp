@@ -79,8 +79,12 @@ std::string end_text(const json& summary, const std::filesystem::path& out_dir, 
     shard = {.index = summary["shard"].value("index", std::uint64_t{1}),
              .count = summary["shard"].value("count", std::uint64_t{1})};
   }
-  // A partial sweep's digest would read like a result: only a finished one shows it.
+  // A partial sweep's digest would read like a result: only a finished one
+  // without ERROR cells shows it. Any other is to be resumed: --resume runs
+  // the cells that are missing or ended in ERROR.
   const bool interrupted = summary.value("interrupted", false);
+  const bool errors = summary.value("errors", json(0)) != json(0);
+  const bool resumable = interrupted || !summary.value("complete", true) || errors;
   out << sweep_name(summary.value("grid_id", ""), shard) << (interrupted ? " interrupted" : "") << ": "
       << text::cell(summary["cells_done"]) << "/" << text::cell(summary["cells_planned"]) << " cells in "
       << format_duration(summary.value("duration_s", 0.0));
@@ -96,13 +100,13 @@ std::string end_text(const json& summary, const std::filesystem::path& out_dir, 
     }
     out << "\n";
   }
-  if (!interrupted) out << "cells core digest: " << text::cell(summary.value("cells_core_digest", json())) << "\n";
+  if (!resumable) out << "cells core digest: " << text::cell(summary.value("cells_core_digest", json())) << "\n";
   for (const auto& w : summary.value("warnings", json::array())) out << "warning: " << text::cell(w) << "\n";
   out << "output: " << out_dir.string() << "\n";
   const auto shard_flag =
       shard.whole() ? std::string() : " --shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count);
   out << "next:   "
-      << (interrupted     ? "skewbench sweep " + grid_path + " --out " + out_dir.string() + shard_flag + " --resume"
+      << (resumable       ? "skewbench sweep " + grid_path + " --out " + out_dir.string() + shard_flag + " --resume"
           : shard.whole() ? "skewbench report " + out_dir.string()
                           : "skewbench merge <every shard's folder> --out DIR, then skewbench report DIR")
       << "\n";

@@ -149,6 +149,8 @@ class WorkerConnections {
     const auto since = Clock::now();
     auto backoff = std::chrono::milliseconds(100);
     for (;;) {
+      // A stop asked for while a service hangs must not wait out a connect.
+      if (stopping()) return false;
       if (try_connect()) return true;
       const auto waited = Clock::now() - since;
       if (waited >= std::chrono::seconds(settings_.max_unreachable_s)) {
