@@ -275,7 +275,9 @@ std::string cell_label(const json& coordinates) {
   for (const auto& [axis, value] : coordinates.items()) {
     if (axis != "policy") parts.push_back(axis + "=" + text::cell(value));
   }
-  return coordinates["policy"].get<std::string>() + (parts.empty() ? "" : " " + text::join(parts, " "));
+  auto label = coordinates["policy"].get<std::string>();
+  if (!parts.empty()) label.append(" ").append(text::join(parts, " "));
+  return label;
 }
 
 void note_incomplete(const json& summary, const char* side, const fs::path& dir, std::vector<std::string>& notes) {
