@@ -17,8 +17,10 @@ skewbench_log() { printf '[skewbench] %s\n' "$*" >&2; }
 source "$SKEWBENCH_ROOT/scripts/lib/postgresql.sh"
 
 # Packages every build needs, by name in Debian 12/13 and Ubuntu 22.04/24.04.
+# ccache makes a rebuild after a rebase or in a second checkout take seconds
+# instead of many minutes on a small machine (skewbench_build uses it).
 SKEWBENCH_BUILD_PACKAGES=(
-  build-essential cmake pkg-config git ca-certificates
+  build-essential cmake pkg-config git ca-certificates ccache
   libpqxx-dev libpq-dev libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev
   libcli11-dev libssl-dev libvalijson-dev postgresql
 )
@@ -179,6 +181,9 @@ skewbench_build() {
       exit 3
     fi
   fi
+  # Paths under the checkout are hashed relative to it, so a second checkout
+  # (a clean clone in CI, a worktree) reuses what the first one compiled.
+  export CCACHE_BASEDIR="$SKEWBENCH_ROOT"
   local targets=()
   local t
   for t in "$@"; do targets+=(--target "$t"); done
