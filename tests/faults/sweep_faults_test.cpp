@@ -297,4 +297,13 @@ TEST_CASE("Ctrl-C while PostgreSQL hangs ends the sweep within seconds, not afte
   CHECK(*code == 130);
   CHECK(took < std::chrono::seconds(10));
   CHECK_THAT(stdout_text, Catch::Matchers::ContainsSubstring("--resume"));
+  // The cells cut short say why: an interruption, not a database timeout.
+  std::size_t stopped = 0;
+  for (const auto& [cell, record] : read_cells(out)) {
+    if (record["verdict"] != "ERROR") continue;
+    INFO("cell " << cell << ": " << record.dump());
+    CHECK_THAT(record["error"].get<std::string>(), Catch::Matchers::ContainsSubstring("stopped (SIGINT or SIGTERM)"));
+    ++stopped;
+  }
+  CHECK(stopped >= 1);
 }

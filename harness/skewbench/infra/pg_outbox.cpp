@@ -172,6 +172,8 @@ class PgOutbox::Deadline {
     armed_ = false;
     return fired_;
   }
+  // Whether it fired because the stop flag was set rather than at the deadline.
+  bool stopped() const { return stop_ && stop_->load(); }
 
  private:
   void watch() {
@@ -220,6 +222,10 @@ auto PgOutbox::bounded(const char* what, F&& body) {
     throw;
   } catch (const std::exception& e) {
     if (deadline_->disarm()) {
+      if (deadline_->stopped()) {
+        throw InfrastructureError(std::string("stopped (SIGINT or SIGTERM) while waiting on PostgreSQL for ") + what +
+                                  "; the connection was closed");
+      }
       throw InfrastructureError(std::string("PostgreSQL did not answer ") + what + " within " +
                                 std::to_string(timeouts_.timeout_s + 1) +
                                 " s (--db-timeout + 1 s); the connection was closed");
