@@ -38,13 +38,6 @@ std::string_view to_string(ReconcileAction action) {
   return "INVALID";
 }
 
-std::optional<TemporalState> temporal_state_from_string(std::string_view text) {
-  if (text == "ACTIVE") return TemporalState::Active;
-  if (text == "EXPIRED") return TemporalState::Expired;
-  if (text == "TIME_UNKNOWN") return TemporalState::TimeUnknown;
-  return std::nullopt;
-}
-
 TemporalState classify_point(LogicalSeconds t, LogicalSeconds expires_at_s) {
   return t < expires_at_s ? TemporalState::Active : TemporalState::Expired;
 }

@@ -32,7 +32,6 @@ enum class ReconcileAction {
 std::string_view to_string(TemporalState state);
 std::string_view to_string(Decision decision);
 std::string_view to_string(ReconcileAction action);
-std::optional<TemporalState> temporal_state_from_string(std::string_view text);
 
 // A point reading decides strictly: active iff t < expires_at, so at exactly
 // expires_at the record is expired (the remote-effect rule).

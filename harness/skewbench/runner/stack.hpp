@@ -66,7 +66,6 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   const std::string& remote_url() const { return remote_url_; }
   // Every remote: the started instances, or the one external URL.
   std::vector<std::string> remote_urls() const;
-  bool embedded_database() const { return cluster_ != nullptr; }
   // The binaries of the started cluster; null when the database is external.
   const infra::PostgresBinaries* postgres_binaries() const;
   bool embedded_remote() const { return remote_ != nullptr; }

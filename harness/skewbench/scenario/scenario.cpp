@@ -80,7 +80,7 @@ void check_step_order(const std::vector<ScenarioStep>& steps_list) {
     if (role == StepRole::Setup) {
       if (committed) throw InputError(path, "the operation is already committed by an earlier step");
       committed = true;
-    } else if (kind == "bind_temporal_epoch") {
+    } else if (step.needs().follows_delivery) {
       if (!posted) throw InputError(path, kind + " needs an earlier post_effect step");
     } else if (role == StepRole::Delivery || role == StepRole::Recovery) {
       if (!committed) throw InputError(path, kind + " needs an earlier commit_operation step");

@@ -95,7 +95,7 @@ class BindTemporalEpochStep final : public Step {
   std::string_view kind() const override { return "bind_temporal_epoch"; }
   StepRole role() const override { return StepRole::Maintenance; }
   // The epoch it binds is the service's, which a gc of any operation advances.
-  StepNeeds needs() const override { return {.reads_service_wide_state = true}; }
+  StepNeeds needs() const override { return {.reads_service_wide_state = true, .follows_delivery = true}; }
   std::optional<std::string> node() const override { return node_; }
 
   StepOutcome execute(StepContext& ctx) const override {

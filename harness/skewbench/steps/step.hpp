@@ -143,6 +143,8 @@ struct StepNeeds {
   // its own operation's: two cells that run at once on one remote can then
   // change each other's outcome, so a sweep must not let them share one.
   bool reads_service_wide_state = false;
+  // It must come after a delivery step (it reads what the first POST left).
+  bool follows_delivery = false;
 };
 
 // What a recovery decided, typed: the verdict reads this, never the observed
