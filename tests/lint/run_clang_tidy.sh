@@ -45,6 +45,22 @@ else
   exit 1
 fi
 
+# And a function one line over the limit of .clang-tidy's readability-function-size.
+{
+  echo 'int planted_long() {'
+  echo '  int n = 0;'
+  for i in $(seq 1 60); do echo "  n += $i;"; done
+  echo '  return n;'
+  echo '}'
+} >"$scratch/planted_long.cpp"
+planted=$("$tidy" --quiet "$scratch/planted_long.cpp" -- -std=c++20 2>/dev/null || true)
+if grep -q 'readability-function-size' <<<"$planted"; then
+  echo "ok: a planted function over 60 lines is reported"
+else
+  echo "FAIL: $tidy did not report a planted function over 60 lines; the size rule cannot fail"
+  exit 1
+fi
+
 mapfile -t files < <(find harness -name '*.cpp' | sort)
 jobs=$(nproc)
 log="$scratch/tidy.log"
