@@ -83,3 +83,35 @@ TEST_CASE("fault steps need services skewbench started") {
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("restart_database needs a PostgreSQL started by skewbench") != std::string::npos);
 }
+
+TEST_CASE("a throwaway run keeps synchronous commits when a step stops PostgreSQL, and run defaults to durable") {
+  TempDir tmp("skewbench-step-faults");
+  const auto in = tmp.path() / "in";
+  write_file_atomically(
+      in / "restarted.json",
+      with_fault_before_recovery("restarted", {{"kind", "restart_database"},
+                                               {"at_s", 50},
+                                               {"expect", {{"outbox_status", "pending"}, {"delivery_attempts", 1}}}})
+          .dump(2));
+  const auto r = run_skewbench(
+      {"run", in.string(), "--out", (tmp.path() / "throwaway").string(), "-q", "--durability", "throwaway"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const auto summary = read_json(tmp.path() / "throwaway" / "summary.json");
+  CHECK(summary_row(summary, "restarted")["pass"] == true);
+  const auto& environment = summary["environment"];
+  CHECK(environment["durability"] == "throwaway");
+  CHECK(environment["postgresql"]["settings"]["fsync"] == "off");
+  CHECK(environment["postgresql"]["settings"]["synchronous_commit"] == "on");  // the restart must not lose commits
+  CHECK(environment["remote_effect"]["sync"] == "normal");
+
+  const auto durable = run_skewbench(
+      {"run", source_path("scenarios/018-uncertainty.json"), "--out", (tmp.path() / "durable").string(), "-q"});
+  INFO(durable.output);
+  CHECK(durable.exit_code == 0);
+  const auto defaults = read_json(tmp.path() / "durable" / "summary.json")["environment"];
+  CHECK(defaults["durability"] == "durable");
+  CHECK(defaults["postgresql"]["settings"]["fsync"] == "on");
+  CHECK(defaults["postgresql"]["settings"]["synchronous_commit"] == "on");
+  CHECK(defaults["remote_effect"]["sync"] == "full");
+}

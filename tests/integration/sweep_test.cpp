@@ -223,3 +223,33 @@ TEST_CASE("against one --remote-url, a grid that binds the temporal epoch runs o
   CHECK_THAT(r.output, ContainsSubstring("running 1 job"));
   CHECK(read_json(dir.path() / "one" / "sweep.json")["jobs"] == 1);
 }
+
+TEST_CASE("a sweep's own services are throwaway unless --durability durable, and the evidence holds what they report") {
+  // Started PostgreSQL and remote-effect (no URLs): the profile applies.
+  TempDir dir("skewbench-sweep-it");
+  const auto grid = write_grid(dir.path(), small_grid());
+  struct Case {
+    std::vector<std::string> flags;
+    std::string profile, fsync, synchronous_commit, remote_sync;
+  };
+  const std::vector<Case> cases = {{{}, "throwaway", "off", "off", "normal"},
+                                   {{"--durability", "durable"}, "durable", "on", "on", "full"}};
+  std::vector<json> digests;
+  for (const auto& c : cases) {
+    INFO(c.profile);
+    const auto out = dir.path() / c.profile;
+    std::vector<std::string> args = {"sweep", grid.string(), "--out", out.string(), "-q", "--jobs", "2"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const auto r = run_skewbench(args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto environment = read_json(out / "sweep.json")["environment"];
+    CHECK(environment["durability"] == c.profile);
+    CHECK(environment["postgresql"]["settings"]["fsync"] == c.fsync);
+    CHECK(environment["postgresql"]["settings"]["full_page_writes"] == c.fsync);
+    CHECK(environment["postgresql"]["settings"]["synchronous_commit"] == c.synchronous_commit);
+    CHECK(environment["remote_effect"]["sync"] == c.remote_sync);
+    digests.push_back(read_json(out / "sweep.json")["cells_core_digest"]);
+  }
+  CHECK(digests[0] == digests[1]);  // the profile is not part of the outcome
+}

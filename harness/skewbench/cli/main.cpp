@@ -48,6 +48,16 @@ void add_service_options(CLI::App* command, cli::ServiceArgs& services) {
                       "remote-effect executable to start (default: next to skewbench, then PATH)");
   command->add_option("--remote-sync", services.remote_sync, "SQLite synchronous mode of a started remote-effect")
       ->check(CLI::IsMember({"full", "normal"}));
+  command
+      ->add_option_function<std::string>(
+          "--durability",
+          [&services](const std::string& name) {
+            services.durability =
+                name == "durable" ? skewbench::runner::Durability::durable : skewbench::runner::Durability::throwaway;
+          },
+          "what the services skewbench starts keep: durable (every commit on disk; default for run) or "
+          "throwaway (no power-loss durability, process crashes still survived; default for sweep)")
+      ->check(CLI::IsMember({"durable", "throwaway"}));
   command->add_flag("--quiet,-q", services.quiet, "no progress on stderr, no results table; failures still shown");
   command
       ->add_option("--http-timeout", services.http_timeout_s,

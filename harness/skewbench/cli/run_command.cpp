@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -153,13 +154,18 @@ struct SessionEnd {
 SessionEnd run_in_session(const RunArgs& args, const std::vector<scenario::Scenario>& scenarios,
                           evidence::RunEnvironment& env, std::vector<runner::ScenarioResult>& results) {
   try {
-    runner::Session session({.services = args.services, .run_id = env.run_id});
+    auto services_options = args.services;
+    // A throwaway cluster keeps synchronous commits when a step stops it.
+    services_options.database_restarts =
+        std::any_of(scenarios.begin(), scenarios.end(), [](const auto& s) { return s.needs_database_control(); });
+    runner::Session session({.services = services_options, .run_id = env.run_id});
     const auto& services = session.description();
     const auto started_at = env.started_at_utc;
     env = evidence::describe_environment(env.run_id, services.database, services.remote_health, services.remote_url,
                                          services.embedded_remote);
     env.started_at_utc = started_at;
     env.timeouts = args.services.timeouts_json();
+    env.durability = runner::to_string(services_options.durability_or_durable());
 
     runner::ScenarioRunner scenario_runner(session.remote(), session.outbox(),
                                            {.run_id = env.run_id,

@@ -106,6 +106,7 @@ SweepEnvironment describe_sweep_environment(const SweepArgs& args, const runner:
                                             services.embedded_remote);
   env.timeouts = args.services.timeouts_json();
   env.timeouts["max_unreachable_s"] = args.max_unreachable_s;
+  env.durability = runner::to_string(args.services.durability.value_or(runner::Durability::throwaway));
   return {.environment = env.to_json(), .warnings = env.warnings};
 }
 
@@ -146,6 +147,7 @@ int sweep_in_session(const SweepArgs& args, const sweep::Grid& grid, const sweep
   // A started remote-effect runs once per job (docs/sweeps.md, "Isolation").
   auto services = args.services;
   services.remote_instances = jobs;
+  services.durability = services.durability.value_or(runner::Durability::throwaway);
   runner::Session session(
       {.services = services, .run_id = run_id, .dedupe_mode = grid.cell_scenario(grid.cell(0)).dedupe_mode});
   auto [environment, warnings] = describe_sweep_environment(args, session, run_id);

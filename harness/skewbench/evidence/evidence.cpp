@@ -72,6 +72,10 @@ RunEnvironment describe_environment(const std::string& run_id, const infra::Data
                     {"server_version_num", database.server.server_version_num},
                     {"url", database.redacted_url},
                     {"embedded", database.started.has_value()},
+                    {"settings",
+                     {{"fsync", database.server.fsync},
+                      {"synchronous_commit", database.server.synchronous_commit},
+                      {"full_page_writes", database.server.full_page_writes}}},
                     {"bin_dir", nullptr},
                     {"source", nullptr},
                     {"binaries_version", nullptr}};
@@ -97,6 +101,7 @@ json RunEnvironment::to_json() const {
           {"postgresql", postgresql},
           {"remote_effect", remote_effect},
           {"timeouts", timeouts},
+          {"durability", durability.empty() ? nlohmann::json(nullptr) : nlohmann::json(durability)},
           {"host", host},
           {"started_at_utc", started_at_utc},
           {"finished_at_utc", finished_at_utc}};

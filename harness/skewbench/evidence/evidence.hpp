@@ -30,6 +30,9 @@ struct RunEnvironment {
   nlohmann::json postgresql = nlohmann::json::object();
   nlohmann::json remote_effect = nlohmann::json::object();  // url, boot_id, version, sqlite_version, sync, embedded
   nlohmann::json timeouts = nlohmann::json::object();       // the --http-timeout and --db-timeout in force
+  // The durability profile of the services skewbench started ("durable" or
+  // "throwaway"); the settings each service reports sit in its own object.
+  std::string durability;
   std::string started_at_utc;
   std::string finished_at_utc;
   std::vector<std::string> warnings;

@@ -15,6 +15,11 @@ namespace skewbench::infra {
 struct PostgresInfo {
   std::string server_version;  // SHOW server_version, e.g. "17.6 (Debian ...)"
   int server_version_num = 0;  // e.g. 170006
+  // The settings that decide what a commit survives, as the server reports
+  // them ("on" or "off"): fsync, synchronous_commit, full_page_writes.
+  std::string fsync;
+  std::string synchronous_commit;
+  std::string full_page_writes;
   int major() const { return server_version_num / 10000; }
 };
 

@@ -299,10 +299,14 @@ bool PgOutbox::schema_is_current() {
     const auto s = pq::exec(tx,
                             "SELECT set_config('statement_timeout', $1, false), current_setting('server_version'), "
                             "current_setting('server_version_num'), "
-                            "to_regclass('skewbench.schema_version') IS NOT NULL",
+                            "to_regclass('skewbench.schema_version') IS NOT NULL, current_setting('fsync'), "
+                            "current_setting('synchronous_commit'), current_setting('full_page_writes')",
                             std::to_string(timeouts_.timeout_s * 1000));
     info_.server_version = s[0][1].c_str();
     info_.server_version_num = s[0][2].as<int>();
+    info_.fsync = s[0][4].c_str();
+    info_.synchronous_commit = s[0][5].c_str();
+    info_.full_page_writes = s[0][6].c_str();
     if (!s[0][3].as<bool>()) return false;
     const auto v = pq::exec0(tx, "SELECT max(version) FROM skewbench.schema_version");
     return !v[0][0].is_null() && v[0][0].as<int>() == kOutboxSchemaVersion;

@@ -150,8 +150,9 @@ PostgresBinaries find_postgres_binaries(const PostgresSearch& search) {
       "scripts/test.sh to install PostgreSQL 17.6, install the postgresql package, or pass --database-url");
 }
 
-PostgresCluster::PostgresCluster(std::optional<PostgresBinaries> binaries)
+PostgresCluster::PostgresCluster(std::optional<PostgresBinaries> binaries, std::vector<std::string> settings)
     : binaries_(binaries ? std::move(*binaries) : find_postgres_binaries(default_postgres_search())),
+      settings_(std::move(settings)),
       bindir_(binaries_.bin_dir),
       dir_("skewbench-pg") {
   start_watchdog();
@@ -195,10 +196,18 @@ void PostgresCluster::start(int port) {
   port_ = port;
   const auto log = dir_.path() / "server.log";
   const auto log_offset = fs::exists(log) ? fs::file_size(log) : 0;
+  std::vector<std::string> argv = {(bindir_ / "postgres").string(),
+                                   "-D",
+                                   data_dir().string(),
+                                   "-p",
+                                   std::to_string(port),
+                                   "-c",
+                                   "listen_addresses=127.0.0.1",
+                                   "-c",
+                                   "unix_socket_directories=" + dir_.path().string()};
+  for (const auto& setting : settings_) argv.insert(argv.end(), {"-c", setting});
   server_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{(bindir_ / "postgres").string(), "-D", data_dir().string(), "-p", std::to_string(port),
-                               "-c", "listen_addresses=127.0.0.1", "-c",
-                               "unix_socket_directories=" + dir_.path().string()},
+      argv,
       Subprocess::Options{.env = {}, .stderr_path = log.string(), .run_as = run_as_, .parent_death_signal = SIGQUIT});
   // Ready when postmaster.pid's status line says so, as pg_ctl -w reads it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

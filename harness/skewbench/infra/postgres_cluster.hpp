@@ -64,7 +64,9 @@ int postgres_major_of(const std::string& version);
 class PostgresCluster {
  public:
   // Without BINARIES, find_postgres_binaries(default_postgres_search()) chooses.
-  explicit PostgresCluster(std::optional<PostgresBinaries> binaries = std::nullopt);
+  // Each of `settings` ("name=value") is passed to the server as -c.
+  explicit PostgresCluster(std::optional<PostgresBinaries> binaries = std::nullopt,
+                           std::vector<std::string> settings = {});
   ~PostgresCluster();
   PostgresCluster(const PostgresCluster&) = delete;
   PostgresCluster& operator=(const PostgresCluster&) = delete;
@@ -89,6 +91,7 @@ class PostgresCluster {
   std::filesystem::path data_dir() const;
 
   PostgresBinaries binaries_;
+  std::vector<std::string> settings_;
   std::filesystem::path bindir_;
   TempDir dir_;
   std::optional<RunAs> run_as_;

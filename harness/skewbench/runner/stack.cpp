@@ -48,7 +48,18 @@ std::string find_remote_effect_binary(const std::optional<std::string>& given) {
   throw InfrastructureError("cannot find the remote-effect executable; pass --remote-effect-bin or --remote-url");
 }
 
+std::string_view to_string(Durability durability) {
+  return durability == Durability::durable ? "durable" : "throwaway";
+}
+
 namespace {
+
+// The -c settings of a started cluster under the profile.
+std::vector<std::string> cluster_settings(const StackOptions& options) {
+  if (options.durability_or_durable() == Durability::durable) return {};
+  return {"fsync=off", "full_page_writes=off",
+          std::string("synchronous_commit=") + (options.database_restarts ? "on" : "off")};
+}
 
 std::unique_ptr<remote_effect::RemoteEffectProcess> start_remote(const remote_effect::LaunchOptions& launch) {
   try {
@@ -87,7 +98,7 @@ Stack::Stack(const StackOptions& options) {
       std::cerr << "skewbench: starting a throwaway PostgreSQL cluster (" << binaries.version << ", " << binaries.source
                 << ": " << binaries.bin_dir.string() << ")\n";
     }
-    cluster_ = std::make_unique<infra::PostgresCluster>(std::move(binaries));
+    cluster_ = std::make_unique<infra::PostgresCluster>(std::move(binaries), cluster_settings(options));
     database_url_ = cluster_->url();
   }
   if (options.remote_url) {
@@ -106,7 +117,8 @@ Stack::Stack(const StackOptions& options) {
     auto launch = std::make_unique<remote_effect::LaunchOptions>();
     launch->binary = binary;
     launch->state_db = work_dir_->path() / (name + ".sqlite3");
-    launch->sync = options.remote_sync;
+    launch->sync = options.remote_sync.value_or(
+        options.durability_or_durable() == Durability::durable ? std::string("full") : std::string("normal"));
     launch->stderr_path = (work_dir_->path() / (name + ".log")).string();
     auto process = start_remote(*launch);
     if (i == 0) {

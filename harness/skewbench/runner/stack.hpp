@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,11 +28,25 @@ struct LaunchOptions;
 
 namespace skewbench::runner {
 
+// How much durability the services skewbench starts keep (docs/sweeps.md,
+// "Durability"); services given by URL run as they are configured.
+//  - durable: PostgreSQL's defaults and remote-effect --sync full: every
+//    commit has reached the disk (power-loss durability), as the published
+//    runs had.
+//  - throwaway: PostgreSQL fsync=off, full_page_writes=off and
+//    synchronous_commit=off (on when a step stops the database, whose last
+//    commits must survive it), remote-effect --sync normal: every commit
+//    reaches the operating system, so a killed process loses nothing, but a
+//    power loss may. The cluster and state files are deleted at the end anyway.
+enum class Durability { durable, throwaway };
+std::string_view to_string(Durability durability);
+
 struct StackOptions {
   std::optional<std::string> database_url;  // external PostgreSQL, or start one
   std::optional<std::string> remote_url;    // external remote-effect, or start one
   std::optional<std::string> remote_effect_binary;
-  std::string remote_sync = "full";
+  // --remote-sync; else full when durable, normal when throwaway.
+  std::optional<std::string> remote_sync = std::nullopt;
   bool quiet = false;       // no progress lines on stderr
   int http_timeout_s = 30;  // connect, send and read on the remote (--http-timeout)
   int db_timeout_s = 30;    // connect and statement on PostgreSQL (--db-timeout)
@@ -41,6 +56,13 @@ struct StackOptions {
   // (a sweep starts one per job, so no two cells running at once share the
   // remote's service-wide state). Ignored with remote_url.
   unsigned remote_instances = 1;
+  // --durability; run defaults to durable, sweep to throwaway.
+  std::optional<Durability> durability = std::nullopt;
+  // A step stops PostgreSQL (restart_database): a throwaway cluster then
+  // keeps synchronous_commit on.
+  bool database_restarts = false;
+
+  Durability durability_or_durable() const { return durability.value_or(Durability::durable); }
 
   // The timeouts in force, as the evidence records them.
   nlohmann::json timeouts_json() const {
