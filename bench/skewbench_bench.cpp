@@ -16,7 +16,10 @@
 //      prepared statement's; and next to that, each run's own round trips
 //      replayed bare in the same order right after it (BareReplay), a floor
 //      that holds the cost of switching between the services;
-//   4. sweep throughput in cells/s with 1, 2, 4 and 8 jobs on the shipped grid;
+//   4. sweep throughput in cells/s with 1, 2, 4 and 8 jobs on the shipped grid,
+//      each job on its own remote-effect as `skewbench sweep` runs them, under
+//      the durable and the throwaway profile side by side (each on services
+//      started with it);
 //   5. the peak RSS of `skewbench sweep` for growing cell counts (it streams,
 //      so the figure should stay flat).
 // Real time is read here only to measure; no decision depends on it.
@@ -440,10 +443,10 @@ void bench_scenarios(const std::string& scenario_dir, const runner::Stack& stack
       all_mean_us / 1000.0, all_replay_us / 1000.0, all_mean_us / all_replay_us);
 }
 
-void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
-  const auto grid = sweep::Grid::load(grid_path);
-  std::printf("\nsweep throughput: %s (%llu cells)\n", grid.id().c_str(),
-              static_cast<unsigned long long>(grid.cell_count()));
+// Cells/s at 1, 2, 4 and 8 jobs on `stack`, each job on its own remote as
+// `skewbench sweep` runs them (the stack has one remote per job, or the one
+// external remote).
+void sweep_throughput(const sweep::Grid& grid, const runner::Stack& stack, const char* label) {
   for (unsigned jobs : {1u, 2u, 4u, 8u}) {
     TempDir out("skewbench-bench-sweep");
     sweep::SweepSettings settings;
@@ -453,15 +456,31 @@ void bench_sweep(const std::string& grid_path, const runner::Stack& stack) {
     settings.jobs = jobs;
     settings.progress = false;
     const auto outcome = sweep::run_cells(grid, settings, out.path());
-    std::printf("  jobs %u: %llu cells in %.2f s = %.1f cells/s (%llu ERROR)\n", jobs,
+    std::printf("  %-9s jobs %u: %llu cells in %.2f s = %.1f cells/s (%llu ERROR)\n", label, jobs,
                 static_cast<unsigned long long>(outcome.cells_done), outcome.duration_s,
                 static_cast<double>(outcome.cells_done) / outcome.duration_s,
                 static_cast<unsigned long long>(outcome.errors));
   }
 }
 
-// Peak RSS of a `skewbench sweep` child over N cells. The services are passed
-// as URLs so the child has no children of its own in the figure.
+// Sweep throughput under each durability profile, side by side: each on a
+// stack of its own (a cluster and 8 remote-effects started with that
+// profile), unless the services were given by URL, which run as they are.
+void bench_sweep(const std::string& grid_path, const std::optional<std::string>& database_url,
+                 const std::optional<std::string>& remote_url, const runner::Stack& external) {
+  const auto grid = sweep::Grid::load(grid_path);
+  std::printf("\nsweep throughput: %s (%llu cells)\n", grid.id().c_str(),
+              static_cast<unsigned long long>(grid.cell_count()));
+  if (database_url || remote_url) {
+    sweep_throughput(grid, external, "external");
+    return;
+  }
+  for (const auto durability : {runner::Durability::durable, runner::Durability::throwaway}) {
+    runner::Stack stack({.quiet = true, .remote_instances = 8, .durability = durability});
+    sweep_throughput(grid, stack, std::string(runner::to_string(durability)).c_str());
+  }
+}
+
 void bench_rss(const std::string& skewbench_bin, const std::string& base_scenario, const runner::Stack& stack,
                const std::vector<long>& cell_counts) {
   std::printf("\npeak RSS of skewbench sweep (2 jobs)\n  %10s %12s %10s\n", "cells", "peak_rss_MiB", "seconds");
@@ -666,7 +685,8 @@ int main(int argc, char** argv) {
     bench_process(skewbench_bin, scenario_dir, stack, process_runs);
     bench_scenarios(scenario_dir, stack, remote, outbox, repeats, floor);
     if (!skip_sweep) {
-      bench_sweep(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-offset-by-epsilon.json", stack);
+      bench_sweep(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-offset-by-epsilon.json", database_url,
+                  remote_url, stack);
       bench_rss(skewbench_bin, std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-base.json", stack, rss_cells);
     }
   } catch (const std::exception& e) {
