@@ -121,20 +121,15 @@ Stack::Stack(const StackOptions& options) {
         options.durability_or_durable() == Durability::durable ? std::string("full") : std::string("normal"));
     launch->stderr_path = (work_dir_->path() / (name + ".log")).string();
     auto process = start_remote(*launch);
-    if (i == 0) {
-      launch_ = std::move(launch);
-      remote_ = std::move(process);
-    } else {
-      more_launches_.push_back(std::move(launch));
-      more_remotes_.push_back(std::move(process));
-    }
+    remotes_.push_back({.launch = std::move(launch), .process = std::move(process)});
   }
-  remote_url_ = remote_->base_url();
+  remote_url_ = remotes_.front().process->base_url();
 }
 
 std::vector<std::string> Stack::remote_urls() const {
-  std::vector<std::string> urls = {remote_url_};
-  for (const auto& r : more_remotes_) urls.push_back(r->base_url());
+  if (remotes_.empty()) return {remote_url_};
+  std::vector<std::string> urls;
+  for (const auto& r : remotes_) urls.push_back(r.process->base_url());
   return urls;
 }
 
@@ -171,10 +166,11 @@ class Stack::Resumer {
 Stack::~Stack() = default;
 
 void Stack::pause_remote(std::chrono::milliseconds duration) {
-  if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot be paused");
+  if (remotes_.empty()) throw InfrastructureError("the remote-effect service is external and cannot be paused");
+  const auto& remote = *remotes_.front().process;
   resumer_.reset();  // an earlier pause ends first
-  if (::kill(remote_->pid(), SIGSTOP) != 0) throw InfrastructureError("cannot stop remote-effect (SIGSTOP)");
-  resumer_ = std::make_unique<Resumer>(remote_->pid(), duration);
+  if (::kill(remote.pid(), SIGSTOP) != 0) throw InfrastructureError("cannot stop remote-effect (SIGSTOP)");
+  resumer_ = std::make_unique<Resumer>(remote.pid(), duration);
 }
 
 void Stack::restart_database(bool immediate) {
@@ -186,21 +182,23 @@ void Stack::restart_database(bool immediate) {
 const infra::PostgresBinaries* Stack::postgres_binaries() const { return cluster_ ? &cluster_->binaries() : nullptr; }
 
 std::string Stack::restart_remote() {
-  if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot be restarted");
+  if (remotes_.empty()) throw InfrastructureError("the remote-effect service is external and cannot be restarted");
+  auto& remote = *remotes_.front().process;
   resumer_.reset();  // a paused process is resumed before it is asked to stop
   try {
-    remote_->restart();
+    remote.restart();
   } catch (const std::exception& e) {
     throw InfrastructureError(std::string("cannot restart remote-effect: ") + e.what());
   }
-  return remote_->boot_id();
+  return remote.boot_id();
 }
 
 void Stack::use_dedupe_mode(const std::string& mode) {
-  if (!remote_) throw InfrastructureError("the remote-effect service is external and cannot change its dedupe mode");
+  if (remotes_.empty()) {
+    throw InfrastructureError("the remote-effect service is external and cannot change its dedupe mode");
+  }
   // The same state file and port: the client keeps its URL, the ledger stays.
-  switch_dedupe_mode(remote_, *launch_, mode);
-  for (std::size_t i = 0; i < more_remotes_.size(); ++i) switch_dedupe_mode(more_remotes_[i], *more_launches_[i], mode);
+  for (auto& r : remotes_) switch_dedupe_mode(r.process, *r.launch, mode);
 }
 
 }  // namespace skewbench::runner

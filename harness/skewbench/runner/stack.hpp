@@ -90,9 +90,9 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   std::vector<std::string> remote_urls() const;
   // The binaries of the started cluster; null when the database is external.
   const infra::PostgresBinaries* postgres_binaries() const;
-  bool embedded_remote() const { return remote_ != nullptr; }
+  bool embedded_remote() const { return !remotes_.empty(); }
   // Null when the remote is external and cannot be restarted by us.
-  steps::RemoteControl* remote_control() { return remote_ ? this : nullptr; }
+  steps::RemoteControl* remote_control() { return embedded_remote() ? this : nullptr; }
 
   // Null when the database is external.
   steps::DatabaseControl* database_control() { return cluster_ ? this : nullptr; }
@@ -106,12 +106,15 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   class Resumer;  // sends SIGCONT to a paused remote when its time is up
   std::unique_ptr<TempDir> work_dir_;
   std::unique_ptr<infra::PostgresCluster> cluster_;
-  std::unique_ptr<remote_effect::LaunchOptions> launch_;  // how remote_ was started
-  std::unique_ptr<remote_effect::RemoteEffectProcess> remote_;
-  // Started instances beyond the first (StackOptions::remote_instances), with their launch options.
-  std::vector<std::unique_ptr<remote_effect::LaunchOptions>> more_launches_;
-  std::vector<std::unique_ptr<remote_effect::RemoteEffectProcess>> more_remotes_;
-  std::unique_ptr<Resumer> resumer_;  // declared after remote_: resumes it before it is stopped
+  // A started remote-effect and how it was started (to start it again).
+  struct StartedRemote {
+    std::unique_ptr<remote_effect::LaunchOptions> launch;
+    std::unique_ptr<remote_effect::RemoteEffectProcess> process;
+  };
+  // The started ones (StackOptions::remote_instances); the first is the one
+  // a run and every control step use. Empty against an external remote.
+  std::vector<StartedRemote> remotes_;
+  std::unique_ptr<Resumer> resumer_;  // declared after remotes_: resumes the first before it is stopped
   std::string database_url_;
   std::string remote_url_;
 };
