@@ -74,6 +74,20 @@ fs::path make_checkout(const fs::path& root) {
 
 std::string bytes_of(const fs::path& path) { return read_file(path); }
 
+// Writes DIR/FILE and rewrites its manifest entry to match, as someone who
+// edits the evidence and covers the edit would.
+void write_with_manifest(const fs::path& dir, const std::string& file, const std::string& bytes) {
+  write_file_atomically(dir / file, bytes);
+  auto manifest = read_json(dir / "manifest.json");
+  for (auto& f : manifest["files"]) {
+    if (f["path"] == file) {
+      f["sha256"] = sha256_hex(bytes);
+      f["bytes"] = bytes.size();
+    }
+  }
+  write_file_atomically(dir / "manifest.json", manifest.dump(2));
+}
+
 std::size_t line_count(const fs::path& path) {
   std::ifstream in(path);
   std::size_t n = 0;
@@ -293,15 +307,7 @@ TEST_CASE("verify says valid for a run and a sweep as written, and names what wa
   SECTION("a summary that breaks its schema, manifest updated to match") {
     auto summary = read_json(run / "summary.json");
     summary["scenarios"][0].erase("verdict");
-    write_file_atomically(run / "summary.json", summary.dump(2) + "\n");
-    auto manifest = read_json(run / "manifest.json");
-    for (auto& f : manifest["files"]) {
-      if (f["path"] == "summary.json") {
-        f["sha256"] = sha256_hex(read_file(run / "summary.json"));
-        f["bytes"] = fs::file_size(run / "summary.json");
-      }
-    }
-    write_file_atomically(run / "manifest.json", manifest.dump(2));
+    write_with_manifest(run, "summary.json", summary.dump(2) + "\n");
     const auto r = run_skewbench({"verify", run.string()});
     INFO(r.output);
     CHECK(r.exit_code == 1);
@@ -318,15 +324,7 @@ TEST_CASE("verify says valid for a run and a sweep as written, and names what wa
     summary["scenarios"][i]["verdict"] = "SAFE";
     summary["scenarios"][i]["effect_count"] = 1;
     summary["core_digest"] = evidence::run_core_digest(summary["scenarios"]);
-    write_file_atomically(run / "summary.json", summary.dump(2) + "\n");
-    auto manifest = read_json(run / "manifest.json");
-    for (auto& f : manifest["files"]) {
-      if (f["path"] == "summary.json") {
-        f["sha256"] = sha256_hex(read_file(run / "summary.json"));
-        f["bytes"] = fs::file_size(run / "summary.json");
-      }
-    }
-    write_file_atomically(run / "manifest.json", manifest.dump(2));
+    write_with_manifest(run, "summary.json", summary.dump(2) + "\n");
     const auto r = run_skewbench({"verify", run.string()});
     INFO(r.output);
     CHECK(r.exit_code == 1);

@@ -35,17 +35,21 @@ std::size_t planted() {
   return s.size() + t.size();
 }
 CPP
+# Each rule this lint relies on must report a planted case, or it cannot fail.
 # The output is kept before it is searched: `grep -q` closing the pipe early
 # would make clang-tidy fail with SIGPIPE under pipefail.
-planted=$("$tidy" --quiet "$scratch/planted.cpp" -- -std=c++20 2>/dev/null || true)
-if grep -q 'bugprone-use-after-move' <<<"$planted"; then
-  echo "ok: a planted use after move is reported"
-else
-  echo "FAIL: $tidy did not report a planted use after move; the check cannot fail"
-  exit 1
-fi
-
-# And a function one line over the limit of .clang-tidy's readability-function-size.
+expect_reported() {
+  local file=$1 check=$2 what=$3 found
+  found=$("$tidy" --quiet "$file" -- -std=c++20 2>/dev/null || true)
+  if grep -q "$check" <<<"$found"; then
+    echo "ok: a planted $what is reported"
+  else
+    echo "FAIL: $tidy did not report a planted $what; the check cannot fail"
+    exit 1
+  fi
+}
+expect_reported "$scratch/planted.cpp" bugprone-use-after-move "use after move"
+# A function one line over readability-function-size's limit in .clang-tidy.
 {
   echo 'int planted_long() {'
   echo '  int n = 0;'
@@ -53,13 +57,7 @@ fi
   echo '  return n;'
   echo '}'
 } >"$scratch/planted_long.cpp"
-planted=$("$tidy" --quiet "$scratch/planted_long.cpp" -- -std=c++20 2>/dev/null || true)
-if grep -q 'readability-function-size' <<<"$planted"; then
-  echo "ok: a planted function over 60 lines is reported"
-else
-  echo "FAIL: $tidy did not report a planted function over 60 lines; the size rule cannot fail"
-  exit 1
-fi
+expect_reported "$scratch/planted_long.cpp" readability-function-size "function over 60 lines"
 
 mapfile -t files < <(find harness -name '*.cpp' | sort)
 jobs=$(nproc)
