@@ -476,7 +476,11 @@ void bench_sweep(const std::string& grid_path, const std::optional<std::string>&
     return;
   }
   for (const auto durability : {runner::Durability::durable, runner::Durability::throwaway}) {
-    runner::Stack stack({.quiet = true, .remote_instances = 8, .durability = durability});
+    runner::StackOptions options;
+    options.quiet = true;
+    options.remote_instances = 8;
+    options.durability = durability;
+    runner::Stack stack(options);
     sweep_throughput(grid, stack, std::string(runner::to_string(durability)).c_str());
   }
 }
