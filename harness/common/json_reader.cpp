@@ -27,24 +27,49 @@ std::string_view json_type_name(const nlohmann::json& value) {
   }
 }
 
+namespace {
+
+// True when arrays and objects nest deeper than kMaxJsonDepth in `text`,
+// found by a scan that skips strings: copying or printing such a value would
+// recurse once per level and overflow the stack, so it is refused unparsed.
+bool nests_too_deep(std::string_view text) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+std::string too_deep_message() {
+  return "nested deeper than " + std::to_string(kMaxJsonDepth) + " arrays and objects; no skewbench input needs more";
+}
+
+}  // namespace
+
 nlohmann::json parse_json_text(std::string_view text) {
+  if (nests_too_deep(text)) throw InputError("$", too_deep_message());
   // nlohmann keeps the last of two equal keys; a strict reader refuses them.
   std::vector<std::set<std::string>> keys_of_open_objects;
   std::string duplicate;
-  // Copying or printing a value recurses once per level, so a file of a
-  // million '[' would overflow the stack long after parsing: refused here.
-  std::size_t depth = 0;
   const nlohmann::json::parser_callback_t reject_duplicates = [&](int, nlohmann::json::parse_event_t event,
                                                                   nlohmann::json& parsed) {
     using event_t = nlohmann::json::parse_event_t;
-    if (event == event_t::object_start || event == event_t::array_start) {
-      if (++depth > kMaxJsonDepth) {
-        throw InputError("$", "nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                  " arrays and objects; no skewbench input needs more");
-      }
-    } else if (event == event_t::object_end || event == event_t::array_end) {
-      --depth;
-    }
     if (event == event_t::object_start) {
       keys_of_open_objects.emplace_back();
     } else if (event == event_t::object_end && !keys_of_open_objects.empty()) {
@@ -67,28 +92,7 @@ nlohmann::json parse_json_text(std::string_view text) {
 }
 
 nlohmann::json parse_bounded_json(std::string_view text) {
-  std::size_t depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        throw std::runtime_error("nested deeper than " + std::to_string(kMaxJsonDepth) + " arrays and objects");
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
+  if (nests_too_deep(text)) throw std::runtime_error(too_deep_message());
   return nlohmann::json::parse(text.begin(), text.end());
 }
 
