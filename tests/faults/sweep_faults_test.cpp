@@ -297,13 +297,16 @@ TEST_CASE("Ctrl-C while PostgreSQL hangs ends the sweep within seconds, not afte
   CHECK(*code == 130);
   CHECK(took < std::chrono::seconds(10));
   CHECK_THAT(stdout_text, Catch::Matchers::ContainsSubstring("--resume"));
-  // The cells cut short say why: an interruption, not a database timeout.
-  std::size_t stopped = 0;
-  for (const auto& [cell, record] : read_cells(out)) {
-    if (record["verdict"] != "ERROR") continue;
+  // The cells cut short are not done, so none is written, and certainly not
+  // as an ERROR (an interruption is not an infrastructure fault); the sweep
+  // summary says it stopped part-way, and --resume runs them.
+  const auto cells = read_cells(out);
+  for (const auto& [cell, record] : cells) {
     INFO("cell " << cell << ": " << record.dump());
-    CHECK_THAT(record["error"].get<std::string>(), Catch::Matchers::ContainsSubstring("stopped (SIGINT or SIGTERM)"));
-    ++stopped;
+    CHECK(record["verdict"] != "ERROR");
   }
-  CHECK(stopped >= 1);
+  const auto summary = read_json(out / "sweep.json");
+  CHECK(summary["interrupted"] == true);
+  CHECK(summary["cells_done"] == cells.size());
+  CHECK(summary["cells_done"].get<std::size_t>() < summary["cells_planned"].get<std::size_t>());
 }

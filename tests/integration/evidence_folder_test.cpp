@@ -393,6 +393,8 @@ TEST_CASE("an interrupted sweep says so, and --resume ends with the uninterrupte
   CHECK(partial["complete"] == false);
   CHECK(partial["interrupted"] == true);
   REQUIRE(partial["cells_done"].get<int>() < 90);
+  // A cell that Ctrl-C cut short is not done: it is left out, never written as ERROR.
+  CHECK_THAT(read_file(out / "cells.jsonl"), !ContainsSubstring("\"verdict\":\"ERROR\""));
   CHECK_THAT(stdout_text, ContainsSubstring("interrupted"));
   CHECK_THAT(stdout_text, ContainsSubstring("--resume"));
   CHECK_THAT(stdout_text, !ContainsSubstring("core digest"));

@@ -222,10 +222,9 @@ auto PgOutbox::bounded(const char* what, F&& body) {
     throw;
   } catch (const std::exception& e) {
     if (deadline_->disarm()) {
-      if (deadline_->stopped()) {
-        throw InfrastructureError(std::string("stopped (SIGINT or SIGTERM) while waiting on PostgreSQL for ") + what +
-                                  "; the connection was closed");
-      }
+      // Ctrl-C cut the statement short: the work in hand is not done, and
+      // not an infrastructure fault either.
+      if (deadline_->stopped()) throw Interrupted();
       throw InfrastructureError(std::string("PostgreSQL did not answer ") + what + " within " +
                                 std::to_string(timeouts_.timeout_s + 1) +
                                 " s (--db-timeout + 1 s); the connection was closed");

@@ -22,7 +22,8 @@ inline constexpr int kOutboxSchemaVersion = 1;
 struct DbTimeouts {
   int timeout_s = 30;
   // When set and it turns true (Ctrl-C), a statement still waiting is cut at
-  // once, as its deadline would cut it, instead of waiting out timeout_s.
+  // once, as its deadline would cut it, instead of waiting out timeout_s, and
+  // throws Interrupted.
   const std::atomic<bool>* stop = nullptr;
 };
 

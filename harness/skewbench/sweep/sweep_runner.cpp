@@ -305,7 +305,14 @@ void work(SharedCells& shared, unsigned worker) {
       shared.buffer.push(k, nullptr);
       continue;
     }
-    run_cell(shared, connections, k);
+    try {
+      run_cell(shared, connections, k);
+    } catch (const Interrupted&) {
+      // Ctrl-C cut the cell short: it is not done, so it is not written (a
+      // resumed sweep runs it).
+      shared.stop.store(true);
+      return;
+    }
   }
 }
 
