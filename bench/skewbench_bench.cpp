@@ -7,7 +7,8 @@
 //      trip to remote-effect (GET /health) and a remote-effect durable commit
 //      (POST /effects, new key);
 //   2. `skewbench run` as a whole process next to `skewbench --version`, and
-//      its phases timed in-process (connect, schema check, scenarios, evidence);
+//      its phases timed in-process (checks, services, scenarios, evidence, as
+//      app::run passes through them);
 //   3. the scenarios needing no service control, warm, repeated; each run's
 //      calls are counted by kind, its PostgreSQL wire round trips as the outbox
 //      adapter counts what it sends (PgOutbox::wire_count), and the measured
@@ -48,10 +49,8 @@
 
 #include <skewbench/build_info.hpp>
 
+#include "app/run.hpp"
 #include "common/files.hpp"
-#include "evidence/evidence.hpp"
-#include "evidence/out_folder.hpp"
-#include "infra/database_description.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
 #include "infra/pqxx_compat.hpp"
@@ -546,12 +545,37 @@ int run_quietly(const std::vector<std::string>& argv) {
 }
 
 struct PhaseStats {
-  Stats version, whole, pg_connect, pg_first_statement, pg_outbox, http_connect, scenarios, evidence;
+  Stats version, whole, pg_connect, pg_first_statement, pg_outbox, http_connect, checks, services, scenarios, evidence;
 };
 
-// One in-process pass through what `skewbench run` does, each phase timed.
-void measure_phases_once(const std::vector<scenario::Scenario>& scenarios, const runner::Stack& stack,
-                         PhaseStats& stats) {
+// Times the phases app::run passes through, each from its start to the next's.
+class PhaseTimer final : public app::Observer {
+ public:
+  explicit PhaseTimer(PhaseStats& stats) : stats_(stats), current_(&stats.checks), since_(Clock::now()) {}
+  void say(const std::string& /*line*/) override {}
+  void entering(app::Phase phase) override {
+    close();
+    current_ = phase == app::Phase::services    ? &stats_.services
+               : phase == app::Phase::scenarios ? &stats_.scenarios
+                                                : &stats_.evidence;
+  }
+  void close() {
+    const auto now = Clock::now();
+    if (current_) current_->samples_us.push_back(micros(now - since_));
+    since_ = now;
+    current_ = nullptr;
+  }
+
+ private:
+  PhaseStats& stats_;
+  Stats* current_;
+  Clock::time_point since_;
+};
+
+// One in-process pass through what `skewbench run` does (app::run, each phase
+// timed), after its parts alone: a bare PostgreSQL connect and first
+// statement, an outbox open, an HTTP connect and GET /health.
+void measure_phases_once(const std::vector<std::string>& paths, const runner::Stack& stack, PhaseStats& stats) {
   auto t = Clock::now();
   {
     pqxx::connection bare(infra::libpq_connection_string(stack.database_url(), 30));
@@ -563,43 +587,22 @@ void measure_phases_once(const std::vector<scenario::Scenario>& scenarios, const
     infra::pq::exec0(tx, "SELECT 1");
     stats.pg_first_statement.samples_us.push_back(micros(Clock::now() - t));
   }
-  const auto run_id = runner::new_run_id();
   t = Clock::now();
-  infra::PgOutbox outbox(stack.database_url(), run_id);
+  { infra::PgOutbox outbox(stack.database_url(), runner::new_run_id()); }
   stats.pg_outbox.samples_us.push_back(micros(Clock::now() - t));
   t = Clock::now();
-  infra::HttpRemote remote(stack.remote_url());
-  const auto health = remote.health();
+  infra::HttpRemote(stack.remote_url()).health();
   stats.http_connect.samples_us.push_back(micros(Clock::now() - t));
-  runner::ScenarioRunner r(remote, outbox,
-                           {.run_id = run_id,
-                            .remote_control = nullptr,
-                            .interrupted = nullptr,
-                            .evaluate_expectations = true,
-                            .database_control = nullptr});
-  std::vector<runner::ScenarioResult> results;
-  std::vector<const scenario::Scenario*> pointers;
-  t = Clock::now();
-  for (const auto& s : scenarios) {
-    results.push_back(r.run(s));
-    pointers.push_back(&s);
-  }
-  stats.scenarios.samples_us.push_back(micros(Clock::now() - t));
-  auto env =
-      evidence::describe_environment(run_id, infra::describe_database(outbox.info(), stack.database_url(), nullptr),
-                                     health, stack.remote_url(), false);
   TempDir dir("skewbench-bench-evidence");
-  t = Clock::now();
-  evidence::OutFolder out({.path = dir.path() / "out",
-                           .kind = evidence::FolderKind::kRun,
-                           .overwrite = false,
-                           .resume = false,
-                           .inputs = {},
-                           .command = "run"});
-  const auto incoming = out.make_incoming(run_id);
-  evidence::write_run_artifacts(incoming, pointers, results, env);
-  out.publish(incoming, evidence::FolderKind::kRun, run_id);
-  stats.evidence.samples_us.push_back(micros(Clock::now() - t));
+  app::RunRequest request{.paths = paths, .out_dir = (dir.path() / "out").string(), .services = {}, .overwrite = false};
+  request.services.database_url = stack.database_url();
+  request.services.remote_url = stack.remote_url();
+  request.services.quiet = true;
+  const std::atomic<bool> never{false};
+  PhaseTimer timer(stats);
+  const auto outcome = app::run(request, never, timer);
+  timer.close();
+  if (outcome.exit_code != 0) throw std::runtime_error("app::run exited " + std::to_string(outcome.exit_code));
 }
 
 // `skewbench run` as a whole process against running services, next to
@@ -615,6 +618,8 @@ void bench_process(const std::string& skewbench_bin, const std::string& scenario
   run_argv.push_back(stack.remote_url());
   run_argv.emplace_back("--out");
   PhaseStats stats;
+  std::vector<std::string> paths;
+  for (const auto& s : scenarios) paths.push_back(s.source);
   for (int i = 0; i < runs; ++i) {
     auto t = Clock::now();
     run_quietly({skewbench_bin, "--version"});
@@ -629,7 +634,7 @@ void bench_process(const std::string& skewbench_bin, const std::string& scenario
       std::fprintf(stderr, "skewbench run exited %d\n", code);
       std::exit(3);
     }
-    measure_phases_once(scenarios, stack, stats);
+    measure_phases_once(paths, stack, stats);
   }
   std::printf("\nskewbench run, %zu scenarios needing no service control, external services, %d runs\n",
               scenarios.size(), runs);
@@ -641,8 +646,10 @@ void bench_process(const std::string& skewbench_bin, const std::string& scenario
       {"in-process: then SELECT 1 (a new backend's first)", &stats.pg_first_statement},
       {"in-process: outbox open (connect + schema check)", &stats.pg_outbox},
       {"in-process: HTTP connect + GET /health", &stats.http_connect},
-      {"in-process: the scenarios", &stats.scenarios},
-      {"in-process: evidence (write, fsync, publish)", &stats.evidence}};
+      {"app::run: checks (files, flags, --out lock)", &stats.checks},
+      {"app::run: services (outbox open, /health)", &stats.services},
+      {"app::run: the scenarios", &stats.scenarios},
+      {"app::run: evidence (write, fsync, publish)", &stats.evidence}};
   for (const auto& [label, s] : rows) std::printf("  %-46s %10.0f %10.0f\n", label, s->median(), s->mean());
   const double outside = stats.whole.median() - stats.version.median() - stats.scenarios.median();
   std::printf("  %-46s %10.0f\n", "outside scenarios and process start (median)", outside);

@@ -12,8 +12,23 @@
 # <folder> to FOLDER. A target therefore sees the headers of the layers it
 # links and of no others: an include that points up a layer fails to compile
 # with "No such file or directory".
+#
+# The order of the skewbench_layer calls is the layer order, written nowhere
+# else: a layer may link only layers declared before it (CMake stops with an
+# error naming both otherwise), and the global property SKEWBENCH_LAYERS lists
+# them in that order for tests/unit/check_layers.sh.
 function(skewbench_layer name)
   cmake_parse_arguments(ARG "" "FOLDER" "SOURCES;PUBLIC;PRIVATE" ${ARGN})
+  get_property(declared GLOBAL PROPERTY SKEWBENCH_LAYERS)
+  foreach(dependency IN LISTS ARG_PUBLIC ARG_PRIVATE)
+    if(dependency MATCHES "^skewbench::(.+)$" AND NOT CMAKE_MATCH_1 STREQUAL "warnings")
+      if(NOT CMAKE_MATCH_1 IN_LIST declared)
+        message(FATAL_ERROR "layer ${name} links ${dependency}, which is not a layer declared before it: "
+                            "a layer links only the layers below it")
+      endif()
+    endif()
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY SKEWBENCH_LAYERS ${name})
   get_filename_component(folder "${ARG_FOLDER}" ABSOLUTE)
   get_filename_component(folder_name "${folder}" NAME)
   set(include_root "${PROJECT_BINARY_DIR}/layers/${name}")

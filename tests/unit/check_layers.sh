@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Includes only point down the layers of the harness.
 #
-#   check_layers.sh HARNESS_DIR
+#   check_layers.sh HARNESS_DIR "LAYER LAYER ..." [README]
+#
+# The layers come lowest first from the build (the order of the skewbench_layer
+# calls in harness/skewbench/CMakeLists.txt, where alone it is written); a
+# README given must draw the same order.
 #
 # The rules, for every #include "folder/file" under HARNESS_DIR:
 #   common/          includes only common/
@@ -18,10 +22,10 @@
 # tree keeps the rules, 1 it does not (or the planted includes went unnoticed).
 set -euo pipefail
 
-harness=${1:?usage: check_layers.sh HARNESS_DIR}
-
-# The driver's layers, lowest first (README.md, "Layout").
-layers=(time policy infra steps scenario runner evidence sweep report compare cli)
+usage='usage: check_layers.sh HARNESS_DIR "LAYER LAYER ..." [README]'
+harness=${1:?$usage}
+read -r -a layers <<<"${2:?$usage}"
+readme=${3:-}
 adapters=(infra/pg_outbox.hpp infra/postgres_cluster.hpp infra/http_remote.hpp infra/http_failure.hpp
   infra/pqxx_compat.hpp)
 
@@ -49,7 +53,7 @@ judge() {
   local layer=${file#skewbench/}
   layer=${layer%%/*}
   if [[ -z ${rank[$layer]:-} ]]; then
-    reason="skewbench/$layer is not a layer (add it to the order here and in README.md)"
+    reason="skewbench/$layer is not a layer (declare it with skewbench_layer in harness/skewbench/CMakeLists.txt)"
   elif [[ $layer =~ ^(evidence|report|compare)$ && -n ${adapter[$target]:-} ]]; then
     reason="$layer uses no infra adapter: give it a plain description (infra/database_description.hpp)"
   elif [[ $folder == common ]]; then
@@ -107,6 +111,15 @@ for expected in 'skewbench/evidence/verify.cpp:.*"sweep/cells.hpp": evidence may
   fi
 done
 echo "self-check: the planted includes were named"
+
+if [[ -n $readme ]]; then
+  drawn=$(printf ' → %s' "${layers[@]}")
+  drawn=${drawn# → }
+  if ! grep -qxF "$drawn" "$readme"; then
+    echo "FAIL: $readme does not draw the layer order of the build as the line: $drawn"
+    exit 1
+  fi
+fi
 
 if ! check_tree "$harness"; then
   echo "FAIL: includes above break the layer order"

@@ -1,0 +1,215 @@
+#include "app/run.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+
+#include "app/preflight.hpp"
+#include "common/errors.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/out_folder.hpp"
+#include "evidence/published_result.hpp"
+#include "runner/session.hpp"
+#include "scenario/scenario.hpp"
+
+namespace skewbench::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+int run_exit_code(const std::vector<runner::ScenarioResult>& results) {
+  bool any_error = false;
+  bool all_pass = true;
+  for (const auto& r : results) {
+    any_error = any_error || r.error.has_value();
+    all_pass = all_pass && r.pass;
+  }
+  if (any_error) return exit_code::kInfrastructure;
+  return all_pass ? exit_code::kPass : exit_code::kExpectationFailed;
+}
+
+// Writes the run's evidence into a hidden folder, then publishes it whole.
+std::string publish_run(evidence::OutFolder& out, const std::vector<const scenario::Scenario*>& scenarios,
+                        const std::vector<runner::ScenarioResult>& results, const evidence::RunEnvironment& env) {
+  const auto incoming = out.make_incoming(env.run_id);
+  // On failure the space goes back: on a full disk the next attempt needs it.
+  auto discard = [&] {
+    std::error_code ignored;
+    fs::remove_all(incoming, ignored);
+  };
+  std::string digest;
+  try {
+    digest = evidence::write_run_artifacts(incoming, scenarios, results, env);
+  } catch (const std::exception& e) {
+    discard();
+    throw std::runtime_error(std::string(e.what()) + "; the folder's earlier contents are unchanged");
+  }
+  try {
+    out.publish(incoming, evidence::FolderKind::kRun, env.run_id);
+  } catch (...) {
+    discard();
+    throw;
+  }
+  return digest;
+}
+
+// How a run in one session ended: every scenario ran, or an infrastructure
+// error stopped it, or Ctrl-C did.
+struct SessionEnd {
+  bool interrupted = false;
+  std::optional<std::string> infrastructure_error;
+};
+
+// What the session's services say of themselves, for the evidence.
+void describe_services(const runner::Session& session, const runner::StackOptions& services,
+                       evidence::RunEnvironment& env) {
+  const auto& description = session.description();
+  const auto started_at = env.started_at_utc;
+  env = evidence::describe_environment(env.run_id, description.database, description.remote_health,
+                                       description.remote_url, description.embedded_remote);
+  env.started_at_utc = started_at;
+  env.timeouts = services.timeouts_json();
+  env.durability = runner::to_string(services.durability_or_durable());
+}
+
+// Runs the scenarios against the session's services, appending to `results`;
+// `env` takes what the services say of themselves.
+SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario::Scenario>& scenarios,
+                          const std::atomic<bool>& stop, Observer& observer, evidence::RunEnvironment& env,
+                          std::vector<runner::ScenarioResult>& results) {
+  try {
+    observer.entering(Phase::services);
+    auto services = request.services;
+    // A throwaway cluster keeps synchronous commits when a step stops it.
+    services.database_restarts =
+        std::any_of(scenarios.begin(), scenarios.end(), [](const auto& s) { return s.needs_database_control(); });
+    runner::Session session({.services = services, .run_id = env.run_id});
+    describe_services(session, services, env);
+    runner::ScenarioRunner scenario_runner(session.remote(), session.outbox(),
+                                           {.run_id = env.run_id,
+                                            .remote_control = session.stack().remote_control(),
+                                            .interrupted = &stop,
+                                            .evaluate_expectations = true,
+                                            .database_control = session.stack().database_control()});
+    observer.entering(Phase::scenarios);
+    for (const auto& s : scenarios) {
+      if (!services.quiet) observer.say("running " + s.id);
+      results.push_back(scenario_runner.run(s));
+    }
+    return {};
+  } catch (const Interrupted&) {
+    return {.interrupted = true, .infrastructure_error = std::nullopt};
+  } catch (const std::exception& e) {
+    // Ctrl-C during start-up (initdb, pg_ctl) fails the start: that is not
+    // an infrastructure fault.
+    if (stop.load()) return {.interrupted = true, .infrastructure_error = std::nullopt};
+    return {.infrastructure_error = e.what()};
+  }
+}
+
+// Every scenario that did not run is an ERROR, so no artifact can read as a pass.
+void record_infrastructure_error(const std::string& error, const std::vector<scenario::Scenario>& scenarios,
+                                 Observer& observer, evidence::RunEnvironment& env,
+                                 std::vector<runner::ScenarioResult>& results) {
+  observer.say("infrastructure error: " + error);
+  for (std::size_t i = results.size(); i < scenarios.size(); ++i)
+    results.push_back(runner::never_ran(scenarios[i], error));
+  env.warnings.push_back("infrastructure error: " + error);
+}
+
+// The report of a published run: its evidence, and the published results of
+// the benchmarks whose sections it ran.
+evidence::RunReport run_report(const fs::path& out_dir, const std::string& digest,
+                               const std::vector<const scenario::Scenario*>& scenarios,
+                               const std::vector<runner::ScenarioResult>& results,
+                               const evidence::RunEnvironment& env) {
+  evidence::RunReport report{.evidence_dir = out_dir,
+                             .core_digest = digest,
+                             .warnings = env.warnings,
+                             .exit_code = run_exit_code(results),
+                             .published = nullptr,
+                             .published_series = {}};
+  for (auto& file : evidence::published_files(scenarios, results, env)) {
+    if (!evidence::run_reports_on(*file.benchmark, scenarios)) continue;
+    if (file.benchmark == &evidence::benchmark_018()) report.published = file.result;
+    report.published_series.push_back(std::move(file.result));
+  }
+  return report;
+}
+
+// Runs the loaded scenarios into the opened folder and publishes the evidence.
+RunOutcome run_into(const RunRequest& request, const std::vector<scenario::Scenario>& scenarios,
+                    evidence::OutFolder& out, const std::atomic<bool>& stop, Observer& observer) {
+  evidence::RunEnvironment env;
+  env.run_id = runner::new_run_id();
+  env.started_at_utc = evidence::utc_now_iso8601();  // replaced once the services answer
+  env.timeouts = request.services.timeouts_json();
+  RunOutcome outcome;
+  const auto end = run_in_session(request, scenarios, stop, observer, env, outcome.results);
+  if (end.interrupted) {
+    observer.say("interrupted; services stopped, no evidence written");
+    outcome.exit_code = exit_code::kInterrupted;
+    return outcome;
+  }
+  if (end.infrastructure_error)
+    record_infrastructure_error(*end.infrastructure_error, scenarios, observer, env, outcome.results);
+  for (const auto& s : scenarios) {
+    if (s.expectations.empty()) env.warnings.push_back("scenario " + s.id + " expects nothing: it cannot fail");
+  }
+  env.finished_at_utc = evidence::utc_now_iso8601();
+
+  observer.entering(Phase::evidence);
+  std::vector<const scenario::Scenario*> scenario_ptrs;
+  for (const auto& s : scenarios) scenario_ptrs.push_back(&s);
+  std::string digest;
+  try {
+    digest = publish_run(out, scenario_ptrs, outcome.results, env);
+  } catch (const std::exception& e) {
+    observer.say("cannot write evidence to " + request.out_dir + ": " + e.what());
+    outcome.exit_code = exit_code::kInfrastructure;
+    return outcome;
+  }
+  outcome.report = run_report(request.out_dir, digest, scenario_ptrs, outcome.results, env);
+  outcome.exit_code = outcome.report->exit_code;
+  return outcome;
+}
+
+// The scenarios of the request, or nullopt (and why) when a file or a flag
+// cannot be used.
+std::optional<std::vector<scenario::Scenario>> checked_scenarios(const RunRequest& request, Observer& observer) {
+  std::vector<scenario::Scenario> scenarios;
+  try {
+    scenarios = runner::load_scenarios(request.paths);
+  } catch (const scenario::ScenarioFileError& e) {
+    observer.say(std::string("invalid scenario: ") + e.what());
+    return std::nullopt;
+  }
+  if (!service_options_are_usable(request.services, observer)) return std::nullopt;
+  if (!remote_modes_match(request.services, scenarios, observer)) return std::nullopt;
+  if (const auto problem = runner::control_step_problem(request.services, scenarios)) {
+    observer.say(*problem);
+    return std::nullopt;
+  }
+  return scenarios;
+}
+
+}  // namespace
+
+RunOutcome run(const RunRequest& request, const std::atomic<bool>& stop, Observer& observer) {
+  const auto scenarios = checked_scenarios(request, observer);
+  if (!scenarios) return {.exit_code = exit_code::kUsage, .results = {}, .report = std::nullopt};
+  std::vector<fs::path> inputs(request.paths.begin(), request.paths.end());
+  for (const auto& s : *scenarios) inputs.emplace_back(s.source);
+  // Checked, locked and probed before any service starts; held to the end.
+  const auto out = open_out_folder({.path = request.out_dir,
+                                    .kind = evidence::FolderKind::kRun,
+                                    .overwrite = request.overwrite,
+                                    .resume = false,
+                                    .inputs = inputs,
+                                    .command = "run"},
+                                   observer);
+  if (!out) return {.exit_code = exit_code::kUsage, .results = {}, .report = std::nullopt};
+  return run_into(request, *scenarios, *out, stop, observer);
+}
+
+}  // namespace skewbench::app
