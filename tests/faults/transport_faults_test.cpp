@@ -1,10 +1,16 @@
 // Faults the driver did not plan, at the moment they hurt most: the remote
 // hung (SIGSTOP) or killed (SIGKILL) while a POST is in flight. The request is
-// written into a socket the stopped process never reads, so "the request
-// never arrived" is deterministic, not a race.
+// written into a socket the stopped process never reads (the test waits until
+// every thread has stopped, then until the bytes sit unread in the socket), so
+// "the request never arrived" is deterministic, not a race.
 
 #include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include <catch2/catch_test_macros.hpp>
@@ -25,6 +31,18 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
+// Whether every thread of `pid` is in the stopped state ('T' in /proc/PID/task/TID/stat).
+bool all_threads_stopped(pid_t pid) {
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') return false;
+  }
+  return !ec;
+}
+
 struct Remote {
   TempDir dir{"skewbench-faults"};
   remote_effect::RemoteEffectProcess process{[this] {
@@ -35,7 +53,16 @@ struct Remote {
     return o;
   }()};
 
-  void pause() { ::kill(process.pid(), SIGSTOP); }
+  // Returns once every thread of the process has stopped: kill() only makes
+  // the signal pending, and a thread still running could read a request.
+  void pause() {
+    ::kill(process.pid(), SIGSTOP);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!all_threads_stopped(process.pid()) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    REQUIRE(all_threads_stopped(process.pid()));
+  }
   void resume() { ::kill(process.pid(), SIGCONT); }
 };
 
@@ -49,19 +76,48 @@ infra::PostEffectRequest post(const std::string& operation_id, bool drop_ack) {
           .expected_temporal_epoch = std::nullopt};
 }
 
-// Sends the POST to a stopped remote and kills the remote while the request
+// Whether a TCP socket bound to local `port` holds bytes its process has not
+// read (the rx_queue column of /proc/net/tcp and tcp6).
+bool unread_bytes_on_port(int port) {
+  char port_hex[8];
+  std::snprintf(port_hex, sizeof port_hex, "%04X", static_cast<unsigned>(port));
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote_address, state, queues;
+      fields >> slot >> local >> remote_address >> state >> queues;
+      const auto colon = local.rfind(':');
+      const auto queue_colon = queues.find(':');
+      if (colon == std::string::npos || queue_colon == std::string::npos) continue;
+      if (local.substr(colon + 1) != port_hex) continue;
+      if (std::stoul(queues.substr(queue_colon + 1), nullptr, 16) > 0) return true;
+    }
+  }
+  return false;
+}
+
+// Sends the POST to a stopped remote and kills the remote once the request
 // waits, unread, in its socket. Returns what the client made of it.
 std::string post_into_killed_remote(Remote& remote, infra::HttpRemote& client, const infra::PostEffectRequest& r) {
   remote.pause();
   auto sent = std::async(std::launch::async, [&] {
     try {
       const auto ex = client.post_effect(r);
-      return std::string("returned ") + infra::to_string(ex.outcome);
+      return "returned " + std::string(infra::to_string(ex.outcome));
     } catch (const InfrastructureError& e) {
       return std::string("threw ") + e.what();
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Not a fixed sleep: on a loaded machine the client may not have written
+  // the request yet, and a kill before it arrives is another fault.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!unread_bytes_on_port(remote.process.port()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(unread_bytes_on_port(remote.process.port()));
   remote.process.kill_hard();
   return sent.get();
 }
