@@ -46,7 +46,7 @@ void RemoteEffectProcess::start(int port) {
                                    "--sync",
                                    options_.sync,
                                    "--dedupe",
-                                   options_.dedupe,
+                                   std::string(dedupe_mode_name(options_.dedupe)),
                                    "--default-ttl-seconds",
                                    std::to_string(options_.default_ttl_seconds)};
   argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/subprocess.hpp"
+#include "remote_effect/protocol.hpp"
 
 namespace skewbench::remote_effect {
 
@@ -24,7 +25,7 @@ struct LaunchOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = let the service pick a free port
   std::string sync = "full";
-  std::string dedupe = "durable";  // --dedupe: durable or volatile
+  DedupeMode dedupe = kDefaultDedupeMode;  // --dedupe
   int default_ttl_seconds = 60;
   std::vector<std::string> extra_args;     // appended as given (e.g. --max-connections 8)
   std::optional<std::string> stderr_path;  // service log; inherit stderr when empty

@@ -103,7 +103,7 @@ int serve(const re::ServiceOptions& options) {
 struct CommandLine {
   re::ServiceOptions options;
   std::string sync = "full";
-  std::string dedupe = "durable";
+  std::string dedupe{re::dedupe_mode_name(re::kDefaultDedupeMode)};
   std::string state_db;
   std::int64_t idle_timeout_s = 10;
   std::int64_t header_timeout_s = 5;
@@ -138,7 +138,7 @@ void add_storage_options(CLI::App& app, CommandLine& cl) {
                  "Where the key records live: durable (the SQLite file) or volatile (process memory, lost on restart)")
       ->envname("IDEMPOTENCY_MODE")
       ->capture_default_str()
-      ->check(CLI::IsMember({"durable", "volatile"}));
+      ->check(CLI::IsMember(re::kDedupeModes.names()));
 }
 
 void add_connection_options(CLI::App& app, CommandLine& cl) {

@@ -196,14 +196,6 @@ bool has_obsolete_line_folding(std::string_view request_head) {
   return false;
 }
 
-std::string_view dedupe_mode_name(DedupeMode mode) { return mode == DedupeMode::durable ? "durable" : "volatile"; }
-
-std::optional<DedupeMode> parse_dedupe_mode(std::string_view text) {
-  if (text == "durable") return DedupeMode::durable;
-  if (text == "volatile") return DedupeMode::volatile_;
-  return std::nullopt;
-}
-
 bool CaseInsensitiveLess::operator()(std::string_view a, std::string_view b) const {
   return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
                                       [](char x, char y) { return lower_ascii(x) < lower_ascii(y); });
@@ -347,22 +339,6 @@ std::vector<std::pair<std::string, std::string>> post_effect_headers(const PostE
 
 std::vector<std::pair<std::string, std::string>> logical_time_headers(std::int64_t logical_time_s) {
   return {{std::string(kLogicalTimeHeader), std::to_string(logical_time_s)}};
-}
-
-std::string_view delivery_name(Delivery delivery) {
-  switch (delivery) {
-    case Delivery::applied:
-      return "applied";
-    case Delivery::deduplicated:
-      return "deduplicated";
-    case Delivery::refused_other_operation:
-      return "refused_other_operation";
-    case Delivery::refused_different_payload:
-      return "refused_different_payload";
-    case Delivery::fenced_out:
-      return kDeliveryFencedOut;
-  }
-  return "unknown";
 }
 
 Delivery decide(const std::optional<IdempotencyRecord>& existing, const PostRequest& request) {

@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/vocabulary.hpp"
+
 namespace skewbench::remote_effect {
 
 // Wire names, kept exactly as the published service spells them.
@@ -66,8 +68,12 @@ enum class DedupeMode {
   durable,   // in the SQLite file, with the effects
   volatile_  // in process memory only: gone after a restart
 };
-std::string_view dedupe_mode_name(DedupeMode mode);
-std::optional<DedupeMode> parse_dedupe_mode(std::string_view text);
+inline constexpr auto kDedupeModes =
+    vocabulary<DedupeMode>({{DedupeMode::durable, "durable"}, {DedupeMode::volatile_, "volatile"}});
+// The mode of a service started without --dedupe, and of a scenario that names none.
+inline constexpr DedupeMode kDefaultDedupeMode = DedupeMode::durable;
+inline std::string_view dedupe_mode_name(DedupeMode mode) { return kDedupeModes.name(mode); }
+inline std::optional<DedupeMode> parse_dedupe_mode(std::string_view text) { return kDedupeModes.parse(text); }
 
 // "absent" (no effect), "committed" (exactly one) or "conflict" (two or more:
 // the operation took effect more than once).
@@ -203,7 +209,13 @@ constexpr bool is_refusal(Delivery delivery) {
          delivery == Delivery::fenced_out;
 }
 
-std::string_view delivery_name(Delivery delivery);
+inline constexpr auto kDeliveries =
+    vocabulary<Delivery>({{Delivery::applied, "applied"},
+                          {Delivery::deduplicated, "deduplicated"},
+                          {Delivery::refused_other_operation, "refused_other_operation"},
+                          {Delivery::refused_different_payload, "refused_different_payload"},
+                          {Delivery::fenced_out, kDeliveryFencedOut}});
+inline std::string_view delivery_name(Delivery delivery) { return kDeliveries.name(delivery); }
 
 // The whole idempotency rule, judged at the request's logical time.
 Delivery decide(const std::optional<IdempotencyRecord>& existing, const PostRequest& request);

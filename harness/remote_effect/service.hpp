@@ -26,7 +26,7 @@ struct ServiceOptions {
   std::filesystem::path state_db;
   SyncMode sync = SyncMode::full;
   std::int64_t default_ttl_s = 60;
-  DedupeMode dedupe = DedupeMode::durable;
+  DedupeMode dedupe = kDefaultDedupeMode;
   ConnectionLimits connections;
   // Concurrent POSTs committed together in one transaction, at most.
   std::size_t max_group_posts = 64;

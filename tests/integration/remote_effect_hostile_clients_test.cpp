@@ -203,7 +203,7 @@ TEST_CASE("two hundred idle connections do not delay /health beyond a second") {
 }
 
 TEST_CASE("slow clients trickling their headers do not block others and get 408 at the header timeout") {
-  Service service("full", 60, "durable", {"--header-timeout-seconds", "3"});
+  Service service("full", 60, re::DedupeMode::durable, {"--header-timeout-seconds", "3"});
   const int port = service.process.port();
   std::vector<std::unique_ptr<RawConnection>> slow;
   for (int i = 0; i < 64; ++i) {
@@ -234,7 +234,7 @@ TEST_CASE("a request that cannot be parsed gets 400 and its connection is closed
 }
 
 TEST_CASE("an idle connection is closed after the idle timeout") {
-  Service service("full", 60, "durable", {"--idle-timeout-seconds", "1"});
+  Service service("full", 60, re::DedupeMode::durable, {"--idle-timeout-seconds", "1"});
   RawConnection connection(service.process.port());
   REQUIRE(connection.send(health_request()));
   CHECK_THAT(connection.receive(std::chrono::milliseconds(2000), "}"), ContainsSubstring("HTTP/1.1 200"));
@@ -242,7 +242,7 @@ TEST_CASE("an idle connection is closed after the idle timeout") {
 }
 
 TEST_CASE("a connection over --max-connections is answered 503 at once; a freed slot serves again") {
-  Service service("full", 60, "durable", {"--max-connections", "4"});
+  Service service("full", 60, re::DedupeMode::durable, {"--max-connections", "4"});
   const int port = service.process.port();
   std::vector<std::unique_ptr<RawConnection>> held;
   for (int i = 0; i < 4; ++i) {
@@ -304,7 +304,7 @@ TEST_CASE("an integer header padded with spaces or a tab is refused with 400; -1
 TEST_CASE("a request line that never ends gets the documented 408 at the header timeout, then the close") {
   // cpp-httplib gives up on a request line cut short without a word; the
   // client that sent part of one is owed the 408 as much as a slow header.
-  Service service("full", 60, "durable", {"--header-timeout-seconds", "1"});
+  Service service("full", 60, re::DedupeMode::durable, {"--header-timeout-seconds", "1"});
   RawConnection connection(service.process.port());
   REQUIRE(connection.send("GET /heal"));
   const auto reply = connection.receive(std::chrono::milliseconds(5000), "}");

@@ -58,7 +58,7 @@ json health(httplib::Client& client) {
 }  // namespace
 
 TEST_CASE("a volatile remote killed with SIGKILL loses its dedupe memory but not its effects") {
-  Service service("full", 60, "volatile");
+  Service service("full", 60, re::DedupeMode::volatile_);
   const auto first_boot = service.process.boot_id();
   {
     auto client = service.client();

@@ -148,7 +148,7 @@ TEST_CASE("against --remote-url a scenario needing another dedupe mode is exit 2
   // The same file against a remote started in that mode runs.
   TempDir dir2("skewbench-series");
   launch.state_db = dir2.path() / "remote.sqlite3";
-  launch.dedupe = "volatile";
+  launch.dedupe = skewbench::remote_effect::DedupeMode::volatile_;
   remote_effect::RemoteEffectProcess volatile_remote(launch);
   const auto ok = run_skewbench({"run", file.string(), "--database-url", cluster.url(), "--remote-url",
                                  volatile_remote.base_url(), "--out", out.string(), "-q"});

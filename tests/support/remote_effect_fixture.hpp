@@ -29,17 +29,17 @@ using nlohmann::json;
 
 // One service on its own temporary state file; the log stays next to it.
 struct Service {
-  explicit Service(std::string sync = "full", int default_ttl_s = 60, std::string dedupe = "durable",
+  explicit Service(std::string sync = "full", int default_ttl_s = 60, re::DedupeMode dedupe = re::kDefaultDedupeMode,
                    std::vector<std::string> extra_args = {})
-      : dir("re-it"), process(options(dir, std::move(sync), default_ttl_s, std::move(dedupe), std::move(extra_args))) {}
+      : dir("re-it"), process(options(dir, std::move(sync), default_ttl_s, dedupe, std::move(extra_args))) {}
 
   static re::LaunchOptions options(const skewbench::TempDir& dir, std::string sync, int default_ttl_s,
-                                   std::string dedupe, std::vector<std::string> extra_args) {
+                                   re::DedupeMode dedupe, std::vector<std::string> extra_args) {
     re::LaunchOptions launch;
     launch.binary = SKEWBENCH_REMOTE_EFFECT_BIN;
     launch.state_db = dir.path() / "remote.db";
     launch.sync = std::move(sync);
-    launch.dedupe = std::move(dedupe);
+    launch.dedupe = dedupe;
     launch.default_ttl_seconds = default_ttl_s;
     launch.extra_args = std::move(extra_args);
     launch.stderr_path = (dir.path() / "remote-effect.log").string();

@@ -51,13 +51,10 @@ void add_service_options(CLI::App* command, cli::ServiceArgs& services) {
   command
       ->add_option_function<std::string>(
           "--durability",
-          [&services](const std::string& name) {
-            services.durability =
-                name == "durable" ? skewbench::runner::Durability::durable : skewbench::runner::Durability::throwaway;
-          },
+          [&services](const std::string& name) { services.durability = skewbench::runner::kDurabilities.parse(name); },
           "what the services skewbench starts keep: durable (every commit on disk; default for run) or "
           "throwaway (no power-loss durability, process crashes still survived; default for sweep)")
-      ->check(CLI::IsMember({"durable", "throwaway"}));
+      ->check(CLI::IsMember(skewbench::runner::kDurabilities.names()));
   command->add_flag("--quiet,-q", services.quiet, "no progress on stderr, no results table; failures still shown");
   command
       ->add_option("--http-timeout", services.http_timeout_s,

@@ -337,18 +337,6 @@ int Comparison::exit_code() const {
   return 0;
 }
 
-const char* to_string(RowStatus status) {
-  switch (status) {
-    case RowStatus::Changed:
-      return "CHANGED";
-    case RowStatus::Missing:
-      return "MISSING";
-    case RowStatus::Added:
-      return "ADDED";
-  }
-  return "CHANGED";
-}
-
 Comparison compare_dirs(const fs::path& base_dir, const fs::path& candidate_dir, const Options& options) {
   const auto base_kind = kind_of(base_dir, "base");
   const auto cand_kind = kind_of(candidate_dir, "candidate");

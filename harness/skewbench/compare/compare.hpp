@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/vocabulary.hpp"
 #include "scenario/verdict.hpp"
 
 namespace skewbench::compare {
@@ -98,6 +99,8 @@ std::string to_text(const Comparison& comparison);
 std::string to_markdown(const Comparison& comparison);
 nlohmann::json to_json(const Comparison& comparison);
 
-const char* to_string(RowStatus status);
+inline constexpr auto kRowStatuses = vocabulary<RowStatus>(
+    {{RowStatus::Changed, "CHANGED"}, {RowStatus::Missing, "MISSING"}, {RowStatus::Added, "ADDED"}});
+constexpr std::string_view to_string(RowStatus status) { return kRowStatuses.name(status); }
 
 }  // namespace skewbench::compare

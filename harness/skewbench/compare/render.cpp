@@ -64,8 +64,8 @@ std::string to_text(const Comparison& c) {
   for (const auto& note : c.notes) out << "note: " << note << "\n";
   out << counts_line(c) << "\n";
   for (const auto& row : c.rows) {
-    out << "  " << text::pad(to_string(row.status), 8) << " " << text::pad(row.key, 40) << " " << what_changed(row)
-        << (row.new_conflict ? "  NEW CONFLICT" : "") << "\n";
+    out << "  " << text::pad(std::string(to_string(row.status)), 8) << " " << text::pad(row.key, 40) << " "
+        << what_changed(row) << (row.new_conflict ? "  NEW CONFLICT" : "") << "\n";
   }
   if (not_shown(c) > 0) out << "  (" << not_shown(c) << " more not shown; --limit 0 shows all)\n";
   out << "totals per policy (base -> candidate):\n";
@@ -118,7 +118,7 @@ std::string to_markdown(const Comparison& c) {
 json to_json(const Comparison& c) {
   json rows = json::array();
   for (const auto& row : c.rows) {
-    rows.push_back({{"status", to_string(row.status)},
+    rows.push_back({{"status", std::string(to_string(row.status))},
                     {"key", row.key},
                     {"coordinates", row.coordinates},
                     {"base", row.base},

@@ -92,7 +92,8 @@ json safe_clock_authority(const SectionRun& run) {
           {"authority_time", recovery_field(run, "decision_time_s")},
           {"expires_at", expires_at(run)},
           // The authority's own classification of the record at its time.
-          {"authoritative_record_active", state.is_string() ? json(state == "ACTIVE") : json(nullptr)},
+          {"authoritative_record_active",
+           state.is_string() ? json(state == word(policy::TemporalState::Active)) : json(nullptr)},
           {"second_post_delivery", recovery_field(run, "delivery")},
           {"final_effect_count", final_field(run, "effect_count")},
           {"final_status", final_field(run, "status")}};
@@ -191,8 +192,10 @@ bool observations_disagree(const json& observations) {
   bool expired = false;
   for (const auto& o : observations) {
     if (o["effect_count"] != 1) return false;
-    if (o["active_idempotency_records"] == 1 && o["temporal_state"] == "ACTIVE") active = true;
-    if (o["active_idempotency_records"] == 0 && o["temporal_state"] == "EXPIRED") expired = true;
+    if (o["active_idempotency_records"] == 1 && o["temporal_state"] == word(policy::TemporalState::Active))
+      active = true;
+    if (o["active_idempotency_records"] == 0 && o["temporal_state"] == word(policy::TemporalState::Expired))
+      expired = true;
   }
   return active && expired;
 }
@@ -212,9 +215,9 @@ CheckOutcome local_expiry_duplicates(const SectionRuns& runs) {
   if (!rec) return no_recovery(kUnsafe);
   const auto& f = run.final_measurement();
   const bool same_key = same_key_throughout(run);
-  const bool passed = (*rec)["temporal_state"] == "EXPIRED" && (*rec)["replayed"] == true &&
-                      (*rec)["delivery"] == "applied" && same_key && f["post_requests"] == 2 &&
-                      f["effect_count"] == 2 && f["status"] == "conflict";
+  const bool passed = (*rec)["temporal_state"] == word(policy::TemporalState::Expired) && (*rec)["replayed"] == true &&
+                      (*rec)["delivery"] == word(remote_effect::Delivery::applied) && same_key &&
+                      f["post_requests"] == 2 && f["effect_count"] == 2 && f["status"] == "conflict";
   return {passed,
           {{"temporal_state", (*rec)["temporal_state"]},
            {"second_post_delivery", (*rec)["delivery"]},
@@ -233,9 +236,9 @@ CheckOutcome authority_deduplicates(const SectionRuns& runs) {
   const bool same_key = same_key_throughout(run);
   const auto& basis = (*rec)["time_basis"];
   const bool by_authority = basis.is_string() && basis.get<std::string>().rfind("authority:", 0) == 0;
-  const bool passed = disagree && by_authority && (*rec)["temporal_state"] == "ACTIVE" &&
-                      (*rec)["delivery"] == "deduplicated" && same_key && f["post_requests"] == 2 &&
-                      f["effect_count"] == 1 && f["status"] == "committed";
+  const bool passed = disagree && by_authority && (*rec)["temporal_state"] == word(policy::TemporalState::Active) &&
+                      (*rec)["delivery"] == word(remote_effect::Delivery::deduplicated) && same_key &&
+                      f["post_requests"] == 2 && f["effect_count"] == 1 && f["status"] == "committed";
   return {passed,
           {{"local_disagreement", disagree},
            {"time_basis", basis},
@@ -253,7 +256,7 @@ CheckOutcome uncertainty_reconciles(const SectionRuns& runs) {
   if (!rec) return no_recovery(kGuard);
   const auto& f = run.final_measurement();
   const bool straddles = expiry_inside(run) == true;
-  const bool passed = straddles && (*rec)["temporal_state"] == "TIME_UNKNOWN" &&
+  const bool passed = straddles && (*rec)["temporal_state"] == word(policy::TemporalState::TimeUnknown) &&
                       (*rec)["reconciled_status"] == "committed" && (*rec)["replayed"] == false &&
                       f["post_requests"] == 1 && f["effect_count"] == 1 && f["outbox_status"] == "delivered";
   return {passed,

@@ -22,6 +22,19 @@
 
 namespace skewbench::evidence {
 
+// The spelling of a vocabulary's value as a JSON string, to compare with a
+// field the evidence or an answer holds.
+template <typename Enum>
+nlohmann::json word(Enum value) {
+  return std::string(to_string(value));
+}
+inline nlohmann::json word(remote_effect::DedupeMode mode) {
+  return std::string(remote_effect::dedupe_mode_name(mode));
+}
+inline nlohmann::json word(remote_effect::Delivery delivery) {
+  return std::string(remote_effect::delivery_name(delivery));
+}
+
 struct RunEnvironment;
 
 // A field of a measured object; null when the object or the field is missing

@@ -70,8 +70,8 @@ json lower_case(const json& value) {
 
 // Our transport outcomes in the published vocabulary.
 json outcome_name(const json& transport_outcome) {
-  if (transport_outcome == "ACK_RECEIVED") return "acknowledged";
-  if (transport_outcome == "ACK_UNKNOWN") return "ack_unknown";
+  if (transport_outcome == word(infra::TransportOutcome::AckReceived)) return "acknowledged";
+  if (transport_outcome == word(infra::TransportOutcome::AckUnknown)) return "ack_unknown";
   return lower_case(transport_outcome);  // rejected, fenced_out
 }
 
@@ -79,7 +79,7 @@ json outcome_name(const json& transport_outcome) {
 // out and before any response: what the published (Python) client names
 // RemoteDisconnected. Any other outcome had no transport error.
 json error_type(const json& transport_outcome) {
-  return transport_outcome == "ACK_UNKNOWN" ? json("RemoteDisconnected") : json(nullptr);
+  return transport_outcome == word(infra::TransportOutcome::AckUnknown) ? json("RemoteDisconnected") : json(nullptr);
 }
 
 bool second_post_made(const SectionRun& run) { return run.post_keys().size() >= 2; }
@@ -188,8 +188,8 @@ CheckOutcome c015_boundary(const SectionRuns& runs) {
     const auto committed = observed_in(run, "commit_operation", "business_state");
     const auto first = observed_in(run, "post_effect", "transport_outcome");
     const auto& f = run.final_measurement();
-    passed = passed && committed == "committed" && first == "ACK_UNKNOWN" && f["ack_drops"] == 1 &&
-             f["outbox_status"] == "delivered";
+    passed = passed && committed == "committed" && first == word(infra::TransportOutcome::AckUnknown) &&
+             f["ack_drops"] == 1 && f["outbox_status"] == "delivered";
     evidence[name] = {{"business_state", committed},
                       {"first_post_outcome", first},
                       {"remote_ack_drops", f["ack_drops"]},
@@ -204,9 +204,10 @@ CheckOutcome c015_new_identity(const SectionRuns& runs) {
   const auto keys = run.post_keys();
   const bool new_key = keys.size() == 2 && keys[0] != keys[1];
   const auto& f = run.final_measurement();
-  const bool passed = new_key && observed_in(run, "post_effect", "transport_outcome") == "ACK_UNKNOWN" &&
-                      recovery_field(run, "delivery") == "applied" && f["effect_count"] == 2 &&
-                      f["status"] == "conflict";
+  const bool passed =
+      new_key && observed_in(run, "post_effect", "transport_outcome") == word(infra::TransportOutcome::AckUnknown) &&
+      recovery_field(run, "delivery") == word(remote_effect::Delivery::applied) && f["effect_count"] == 2 &&
+      f["status"] == "conflict";
   return {passed,
           {{"retry_used_new_key", new_key},
            {"retry_delivery", recovery_field(run, "delivery")},
@@ -219,8 +220,8 @@ CheckOutcome c015_stable_key(const SectionRuns& runs) {
   if (!run.recovery()) return no_step(k15Redelivery, "recover");
   const bool same_key = same_key_throughout(run);
   const auto& f = run.final_measurement();
-  const bool passed = same_key && recovery_field(run, "delivery") == "deduplicated" && f["effect_count"] == 1 &&
-                      f["post_requests"] == 2 && f["outbox_status"] == "delivered";
+  const bool passed = same_key && recovery_field(run, "delivery") == word(remote_effect::Delivery::deduplicated) &&
+                      f["effect_count"] == 1 && f["post_requests"] == 2 && f["outbox_status"] == "delivered";
   return {passed,
           {{"same_idempotency_key", same_key},
            {"second_post_delivery", recovery_field(run, "delivery")},
@@ -303,8 +304,9 @@ CheckOutcome c016_volatile(const SectionRuns& runs) {
   const auto& run = runs.at(k16Unsafe);
   if (!run.recovery()) return no_step(k16Unsafe, "recover");
   const auto& f = run.final_measurement();
-  const bool passed = f["idempotency_mode"] == "volatile" && same_key_throughout(run) &&
-                      recovery_field(run, "delivery") == "applied" && f["effect_count"] == 2;
+  const bool passed = f["idempotency_mode"] == word(remote_effect::DedupeMode::volatile_) && same_key_throughout(run) &&
+                      recovery_field(run, "delivery") == word(remote_effect::Delivery::applied) &&
+                      f["effect_count"] == 2;
   return {passed,
           {{"idempotency_mode", f["idempotency_mode"]},
            {"stable_key_reused", same_key_throughout(run)},
@@ -317,8 +319,10 @@ CheckOutcome c016_durable(const SectionRuns& runs) {
   if (!run.recovery()) return no_step(k16Durable, "recover");
   const auto& f = run.final_measurement();
   const auto& records = f["durable_idempotency_records"];
-  const bool passed = f["idempotency_mode"] == "durable" && records.is_number_integer() && records >= 1 &&
-                      recovery_field(run, "delivery") == "deduplicated" && f["effect_count"] == 1;
+  const bool passed = f["idempotency_mode"] == word(remote_effect::DedupeMode::durable) &&
+                      records.is_number_integer() && records >= 1 &&
+                      recovery_field(run, "delivery") == word(remote_effect::Delivery::deduplicated) &&
+                      f["effect_count"] == 1;
   return {passed,
           {{"idempotency_mode", f["idempotency_mode"]},
            {"durable_idempotency_records", records},
@@ -330,8 +334,9 @@ CheckOutcome c016_reconcile(const SectionRuns& runs) {
   const auto& run = runs.at(k16Reconcile);
   if (!run.recovery()) return no_step(k16Reconcile, "recover");
   const auto& f = run.final_measurement();
-  const bool passed = f["idempotency_mode"] == "volatile" && recovery_field(run, "reconciled_status") == "committed" &&
-                      !second_post_made(run) && f["effect_count"] == 1 && f["outbox_status"] == "delivered";
+  const bool passed = f["idempotency_mode"] == word(remote_effect::DedupeMode::volatile_) &&
+                      recovery_field(run, "reconciled_status") == "committed" && !second_post_made(run) &&
+                      f["effect_count"] == 1 && f["outbox_status"] == "delivered";
   return {passed,
           {{"idempotency_mode", f["idempotency_mode"]},
            {"reconciled_status", recovery_field(run, "reconciled_status")},
@@ -436,8 +441,8 @@ CheckOutcome c017_short_ttl(const SectionRuns& runs) {
   const auto window = recovery_window(run);
   const auto& f = run.final_measurement();
   const bool passed = below(ttl_of(run), window) && same_key_throughout(run) &&
-                      recovery_field(run, "delivery") == "applied" && f["effect_count"] == 2 &&
-                      f["status"] == "conflict";
+                      recovery_field(run, "delivery") == word(remote_effect::Delivery::applied) &&
+                      f["effect_count"] == 2 && f["status"] == "conflict";
   return {passed,
           {{"ttl_seconds", ttl_of(run)},
            {"recovery_window_seconds", window},
@@ -453,7 +458,8 @@ CheckOutcome c017_retention(const SectionRuns& runs) {
   const auto window = recovery_window(run);
   const auto& f = run.final_measurement();
   const bool passed = below(window, ttl_of(run)) && same_key_throughout(run) &&
-                      recovery_field(run, "delivery") == "deduplicated" && f["effect_count"] == 1;
+                      recovery_field(run, "delivery") == word(remote_effect::Delivery::deduplicated) &&
+                      f["effect_count"] == 1;
   return {passed,
           {{"ttl_seconds", ttl_of(run)},
            {"recovery_window_seconds", window},
@@ -572,7 +578,7 @@ CheckOutcome c019_purge_duplicates(const SectionRuns& runs) {
   const bool passed = fields["gc_removed_records"] == 1 && advanced &&
                       below(fields["rollback_time"], fields["original_expires_at"]) &&
                       !below(fields["expired_time"], fields["original_expires_at"]) && same_key_throughout(run) &&
-                      fields["second_delivery"] == "applied" && f["effect_count"] == 2;
+                      fields["second_delivery"] == word(remote_effect::Delivery::applied) && f["effect_count"] == 2;
   return {passed, fields};
 }
 
@@ -582,9 +588,10 @@ CheckOutcome c019_fence(const SectionRuns& runs) {
   const auto fields = s019_fence(run);
   const auto& f = run.final_measurement();
   const bool passed = below(fields["bound_temporal_epoch"], fields["temporal_epoch_after_gc"]) &&
-                      recovery_field(run, "transport_outcome") == "FENCED_OUT" && fields["http_status"] == 409 &&
-                      fields["delivery"] == "fenced_out" && recovery_field(run, "reconciled_status") == "committed" &&
-                      f["effect_count"] == 1 && f["outbox_status"] == "delivered";
+                      recovery_field(run, "transport_outcome") == word(infra::TransportOutcome::FencedOut) &&
+                      fields["http_status"] == 409 && fields["delivery"] == "fenced_out" &&
+                      recovery_field(run, "reconciled_status") == "committed" && f["effect_count"] == 1 &&
+                      f["outbox_status"] == "delivered";
   return {passed, fields};
 }
 

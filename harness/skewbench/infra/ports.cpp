@@ -2,20 +2,6 @@
 
 namespace skewbench::infra {
 
-const char* to_string(TransportOutcome outcome) {
-  switch (outcome) {
-    case TransportOutcome::AckReceived:
-      return "ACK_RECEIVED";
-    case TransportOutcome::AckUnknown:
-      return "ACK_UNKNOWN";
-    case TransportOutcome::Rejected:
-      return "REJECTED";
-    case TransportOutcome::FencedOut:
-      return "FENCED_OUT";
-  }
-  return "INVALID";
-}
-
 nlohmann::json OutboxRow::to_json() const {
   auto opt = [](const auto& v) -> nlohmann::json { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   return {

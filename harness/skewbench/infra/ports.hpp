@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/vocabulary.hpp"
+
 namespace skewbench::infra {
 
 // How a POST ended on the wire.
@@ -20,7 +22,12 @@ enum class TransportOutcome {
   FencedOut,    // 409 "fenced_out": the POST carried a stale temporal epoch; nothing applied
 };
 // The outcome as the evidence and the outbox record it, e.g. "ACK_UNKNOWN".
-const char* to_string(TransportOutcome outcome);
+inline constexpr auto kTransportOutcomes =
+    vocabulary<TransportOutcome>({{TransportOutcome::AckReceived, "ACK_RECEIVED"},
+                                  {TransportOutcome::AckUnknown, "ACK_UNKNOWN"},
+                                  {TransportOutcome::Rejected, "REJECTED"},
+                                  {TransportOutcome::FencedOut, "FENCED_OUT"}});
+constexpr std::string_view to_string(TransportOutcome outcome) { return kTransportOutcomes.name(outcome); }
 
 struct PostEffectRequest {
   std::string operation_id;

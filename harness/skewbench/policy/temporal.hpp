@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/vocabulary.hpp"
 #include "time/logical_time.hpp"
 
 namespace skewbench::policy {
@@ -29,9 +30,20 @@ enum class ReconcileAction {
   HoldAndEscalate,        // anything else (e.g. a conflict): stop and ask a person
 };
 
-std::string_view to_string(TemporalState state);
-std::string_view to_string(Decision decision);
-std::string_view to_string(ReconcileAction action);
+// The words the evidence, the outbox and scenario expectations use.
+inline constexpr auto kTemporalStates = vocabulary<TemporalState>({{TemporalState::Active, "ACTIVE"},
+                                                                   {TemporalState::Expired, "EXPIRED"},
+                                                                   {TemporalState::TimeUnknown, "TIME_UNKNOWN"}});
+inline constexpr auto kDecisions = vocabulary<Decision>({{Decision::ReplaySameKey, "REPLAY_SAME_KEY"},
+                                                         {Decision::ReconcileFirst, "RECONCILE_FIRST"},
+                                                         {Decision::ReplayNewKey, "REPLAY_NEW_KEY"}});
+inline constexpr auto kReconcileActions =
+    vocabulary<ReconcileAction>({{ReconcileAction::CompleteWithoutReplay, "COMPLETE_WITHOUT_REPLAY"},
+                                 {ReconcileAction::ReplayAfterReconcile, "REPLAY_AFTER_RECONCILE"},
+                                 {ReconcileAction::HoldAndEscalate, "HOLD_AND_ESCALATE"}});
+constexpr std::string_view to_string(TemporalState state) { return kTemporalStates.name(state); }
+constexpr std::string_view to_string(Decision decision) { return kDecisions.name(decision); }
+constexpr std::string_view to_string(ReconcileAction action) { return kReconcileActions.name(action); }
 
 // A point reading decides strictly: active iff t < expires_at, so at exactly
 // expires_at the record is expired (the remote-effect rule).

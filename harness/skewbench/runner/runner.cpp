@@ -226,7 +226,8 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
 
 void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& context, ScenarioResult& result) {
   // A harness-started remote runs in the mode the scenario needs (durable by default).
-  if (options_.remote_control) options_.remote_control->use_dedupe_mode(s.dedupe_mode.value_or("durable"));
+  if (options_.remote_control)
+    options_.remote_control->use_dedupe_mode(s.dedupe_mode.value_or(remote_effect::kDefaultDedupeMode));
   outbox_.declare_operation(result.operation_id, s.operation.initial_business_version);
   // The process every later answer must come from.
   context.ledger.boot_id = remote_.health().value("boot_id", std::string());

@@ -96,10 +96,10 @@ std::optional<std::string> remote_mode_problem(const StackOptions& services,
     return std::nullopt;
   }
   for (const auto& s : scenarios) {
-    if (s.dedupe_mode && *s.dedupe_mode != running) {
-      return s.source + ": needs remote dedupe mode \"" + *s.dedupe_mode + "\" but " + *services.remote_url +
-             " runs \"" + running + "\"; start it with --dedupe " + *s.dedupe_mode + " or drop --remote-url";
-    }
+    if (!s.dedupe_mode || remote_effect::parse_dedupe_mode(running) == s.dedupe_mode) continue;
+    const std::string wanted(remote_effect::dedupe_mode_name(*s.dedupe_mode));
+    return s.source + ": needs remote dedupe mode \"" + wanted + "\" but " + *services.remote_url + " runs \"" +
+           running + "\"; start it with --dedupe " + wanted + " or drop --remote-url";
   }
   return std::nullopt;
 }

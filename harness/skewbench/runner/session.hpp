@@ -38,7 +38,7 @@ struct SessionOptions {
   StackOptions services;
   std::string run_id;
   // Started remote-effect runs in this mode (a sweep's cells share one).
-  std::optional<std::string> dedupe_mode = std::nullopt;
+  std::optional<remote_effect::DedupeMode> dedupe_mode = std::nullopt;
 };
 
 class Session {

@@ -48,10 +48,6 @@ std::string find_remote_effect_binary(const std::optional<std::string>& given) {
   throw InfrastructureError("cannot find the remote-effect executable; pass --remote-effect-bin or --remote-url");
 }
 
-std::string_view to_string(Durability durability) {
-  return durability == Durability::durable ? "durable" : "throwaway";
-}
-
 namespace {
 
 // The -c settings of a started cluster under the profile.
@@ -74,7 +70,7 @@ std::unique_ptr<remote_effect::RemoteEffectProcess> start_remote(const remote_ef
 // Runs `remote` in dedupe mode `mode`: restarts it on the same state file and
 // port when it runs another, so its clients keep their URL.
 void switch_dedupe_mode(std::unique_ptr<remote_effect::RemoteEffectProcess>& remote,
-                        remote_effect::LaunchOptions& launch, const std::string& mode) {
+                        remote_effect::LaunchOptions& launch, remote_effect::DedupeMode mode) {
   if (launch.dedupe == mode) return;
   launch.dedupe = mode;
   launch.port = remote->port();
@@ -82,7 +78,8 @@ void switch_dedupe_mode(std::unique_ptr<remote_effect::RemoteEffectProcess>& rem
     remote.reset();
     remote = std::make_unique<remote_effect::RemoteEffectProcess>(launch);
   } catch (const std::exception& e) {
-    throw InfrastructureError("cannot restart remote-effect with --dedupe " + mode + ": " + e.what());
+    throw InfrastructureError("cannot restart remote-effect with --dedupe " +
+                              std::string(remote_effect::dedupe_mode_name(mode)) + ": " + e.what());
   }
 }
 
@@ -193,7 +190,7 @@ std::string Stack::restart_remote() {
   return remote.boot_id();
 }
 
-void Stack::use_dedupe_mode(const std::string& mode) {
+void Stack::use_dedupe_mode(remote_effect::DedupeMode mode) {
   if (remotes_.empty()) {
     throw InfrastructureError("the remote-effect service is external and cannot change its dedupe mode");
   }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.hpp"
+#include "common/vocabulary.hpp"
 #include "steps/step.hpp"
 
 namespace skewbench::infra {
@@ -39,7 +40,9 @@ namespace skewbench::runner {
 //    reaches the operating system, so a killed process loses nothing, but a
 //    power loss may. The cluster and state files are deleted at the end anyway.
 enum class Durability { durable, throwaway };
-std::string_view to_string(Durability durability);
+inline constexpr auto kDurabilities =
+    vocabulary<Durability>({{Durability::durable, "durable"}, {Durability::throwaway, "throwaway"}});
+constexpr std::string_view to_string(Durability durability) { return kDurabilities.name(durability); }
 
 struct StackOptions {
   std::optional<std::string> database_url;  // external PostgreSQL, or start one
@@ -98,7 +101,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   steps::DatabaseControl* database_control() { return cluster_ ? this : nullptr; }
 
   std::string restart_remote() override;
-  void use_dedupe_mode(const std::string& mode) override;
+  void use_dedupe_mode(remote_effect::DedupeMode mode) override;
   void pause_remote(std::chrono::milliseconds duration) override;
   void restart_database(bool immediate) override;
 

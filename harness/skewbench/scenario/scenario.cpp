@@ -44,7 +44,7 @@ steps::ObservedFields make_final_fields() {
       {"delivery_attempts", {FieldType::Integer, {}}},
       {"business_state", {FieldType::String, {"absent", "committed"}}},
       {"verdict", {FieldType::String, expectable_verdicts()}},
-      {"idempotency_mode", {FieldType::NullableString, {"durable", "volatile"}}},
+      {"idempotency_mode", {FieldType::NullableString, remote_effect::kDedupeModes.names()}},
       {"durable_idempotency_records", {FieldType::NullableInteger, {}}},
   };
 }
@@ -132,13 +132,15 @@ steps::OperationSettings read_operation(ObjectReader& root, const std::string& s
 }
 
 // $.remote: what the scenario needs of the remote service.
-std::optional<std::string> read_dedupe_mode(ObjectReader& root) {
+std::optional<remote_effect::DedupeMode> read_dedupe_mode(ObjectReader& root) {
   const auto* spec = root.optional("remote");
   if (spec == nullptr) return std::nullopt;
   ObjectReader reader(*spec, "$.remote");
-  auto mode = reader.require_string("dedupe");
-  if (std::find(std::begin(kDedupeModes), std::end(kDedupeModes), mode) == std::end(kDedupeModes)) {
-    throw InputError("$.remote.dedupe", "\"" + mode + "\" is not one of: durable, volatile");
+  const auto word = reader.require_string("dedupe");
+  const auto mode = remote_effect::parse_dedupe_mode(word);
+  if (!mode) {
+    throw InputError("$.remote.dedupe",
+                     "\"" + word + "\" is not one of: " + text::join(remote_effect::kDedupeModes.names(), ", "));
   }
   reader.finish();
   return mode;

@@ -73,10 +73,6 @@ inline constexpr const char* kSeriesReportSections[] = {
     "019:safe_monotonic_watermark",
 };
 
-// The remote's dedupe memory a scenario needs: "durable" (an SQLite table that
-// survives a restart) or "volatile" (process memory, lost on restart).
-inline constexpr const char* kDedupeModes[] = {"durable", "volatile"};
-
 struct Scenario {
   std::string id;
   std::string description;
@@ -85,8 +81,11 @@ struct Scenario {
   LogicalSeconds ttl_s = 0;
   std::vector<time::NodeClock> nodes;
   std::unique_ptr<policy::ReplayPolicy> policy;
-  steps::OperationSettings operation;      // name, retry identity
-  std::optional<std::string> dedupe_mode;  // $.remote.dedupe; empty = any
+  steps::OperationSettings operation;  // name, retry identity
+  // $.remote.dedupe, the remote's dedupe memory the scenario needs: durable
+  // (an SQLite table that survives a restart) or volatile (process memory,
+  // lost on restart); empty = any.
+  std::optional<remote_effect::DedupeMode> dedupe_mode;
   std::vector<ScenarioStep> steps;
   std::vector<Expectation> expectations;
   nlohmann::json document;  // the whole file as parsed: the run's exact input

@@ -13,44 +13,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/vocabulary.hpp"
+
 namespace skewbench::scenario {
 
 enum class Verdict { Safe, Conflict, Held, Error };
 
-inline constexpr std::array<Verdict, 4> kAllVerdicts = {Verdict::Safe, Verdict::Conflict, Verdict::Held,
-                                                        Verdict::Error};
+inline constexpr auto kVerdicts = vocabulary<Verdict>(
+    {{Verdict::Safe, "SAFE"}, {Verdict::Conflict, "CONFLICT"}, {Verdict::Held, "HELD"}, {Verdict::Error, "ERROR"}});
+inline constexpr auto kAllVerdicts = kVerdicts.values();
 
-constexpr std::string_view to_string(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::Safe:
-      return "SAFE";
-    case Verdict::Conflict:
-      return "CONFLICT";
-    case Verdict::Held:
-      return "HELD";
-    case Verdict::Error:
-      return "ERROR";
-  }
-  return "ERROR";
-}
+constexpr std::string_view to_string(Verdict verdict) { return kVerdicts.name(verdict); }
 
 // nullopt for a word that is not a verdict.
-constexpr std::optional<Verdict> verdict_from_string(std::string_view word) {
-  for (const auto verdict : kAllVerdicts) {
-    if (to_string(verdict) == word) return verdict;
-  }
-  return std::nullopt;
-}
+constexpr std::optional<Verdict> verdict_from_string(std::string_view word) { return kVerdicts.parse(word); }
 
 // Every verdict's word, for messages: "SAFE, CONFLICT, HELD or ERROR".
-inline std::string verdict_words() {
-  std::string out;
-  for (std::size_t i = 0; i < kAllVerdicts.size(); ++i) {
-    if (i > 0) out += i + 1 == kAllVerdicts.size() ? " or " : ", ";
-    out += to_string(kAllVerdicts[i]);
-  }
-  return out;
-}
+inline std::string verdict_words() { return kVerdicts.listed(); }
 
 // In JSON, the word.
 inline void to_json(nlohmann::json& out, Verdict verdict) { out = std::string(to_string(verdict)); }

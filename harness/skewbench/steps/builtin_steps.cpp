@@ -200,7 +200,7 @@ void replay_delivery(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) 
     o["idempotency_key"] = delivered["idempotency_key"];
     o["attempt"] = delivered["attempt"];
   }
-  if (delivered["transport_outcome"] != "FENCED_OUT") return;
+  if (delivered["transport_outcome"] != std::string(infra::to_string(infra::TransportOutcome::FencedOut))) return;
   o["replay_http_status"] = delivered["http_status"];
   o["fence_error"] = delivered["fence_error"];
   o["current_temporal_epoch"] = delivered["current_temporal_epoch"];
@@ -395,10 +395,14 @@ class RestartDatabaseStep final : public Step {
 
 // --- registry --------------------------------------------------------------
 
-const std::vector<std::string> kTemporalStates = {"ACTIVE", "EXPIRED", "TIME_UNKNOWN"};
+const std::vector<std::string> kTemporalStates = policy::kTemporalStates.names();
 const std::vector<std::string> kRemoteStatuses = {"absent", "committed", "conflict"};
-const std::vector<std::string> kTransportOutcomes = {"ACK_RECEIVED", "ACK_UNKNOWN", "REJECTED", "FENCED_OUT"};
-const std::vector<std::string> kDeliveries = {"applied", "deduplicated", "fenced_out"};
+const std::vector<std::string> kTransportOutcomes = infra::kTransportOutcomes.names();
+// What a POST the remote answered with 200 or a fence refusal says it did.
+const std::vector<std::string> kDeliveries = {
+    std::string(remote_effect::delivery_name(remote_effect::Delivery::applied)),
+    std::string(remote_effect::delivery_name(remote_effect::Delivery::deduplicated)),
+    std::string(remote_effect::delivery_name(remote_effect::Delivery::fenced_out))};
 
 ObservedField integer() { return {FieldType::Integer, {}}; }
 ObservedField nullable_integer() { return {FieldType::NullableInteger, {}}; }
@@ -465,10 +469,9 @@ StepKind recover_kind() {
            {"interval_lower_s", nullable_integer()},
            {"interval_upper_s", nullable_integer()},
            {"temporal_state", nullable_string_of(kTemporalStates)},
-           {"decision", nullable_string_of({"REPLAY_SAME_KEY", "REPLAY_NEW_KEY", "RECONCILE_FIRST"})},
+           {"decision", nullable_string_of(policy::kDecisions.names())},
            {"reconciled_status", nullable_string_of(kRemoteStatuses)},
-           {"reconcile_action",
-            nullable_string_of({"COMPLETE_WITHOUT_REPLAY", "REPLAY_AFTER_RECONCILE", "HOLD_AND_ESCALATE"})},
+           {"reconcile_action", nullable_string_of(policy::kReconcileActions.names())},
            {"replayed", boolean()},
            {"transport_outcome", nullable_string_of(kTransportOutcomes)},
            {"delivery", nullable_string_of(kDeliveries)},

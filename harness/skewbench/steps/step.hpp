@@ -24,6 +24,7 @@
 #include "infra/ports.hpp"
 #include "infra/remote_snapshot.hpp"
 #include "policy/policy.hpp"
+#include "remote_effect/protocol.hpp"
 #include "time/logical_time.hpp"
 
 namespace skewbench::steps {
@@ -41,9 +42,9 @@ class RemoteControl {
   // Stops the process (SIGSTOP) and lets it go on (SIGCONT) after `duration`
   // of wall time; returns at once, so the next steps meet a hung remote.
   virtual void pause_remote(std::chrono::milliseconds duration) = 0;
-  // Makes the service run with this dedupe memory ("durable" or "volatile"),
-  // restarting it on the same state file and port when it runs another.
-  virtual void use_dedupe_mode(const std::string& mode) = 0;
+  // Makes the service run with this dedupe memory, restarting it on the
+  // same state file and port when it runs another.
+  virtual void use_dedupe_mode(remote_effect::DedupeMode mode) = 0;
 };
 
 // Lets a step restart PostgreSQL; present only when the harness started the
