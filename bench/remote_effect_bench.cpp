@@ -321,41 +321,44 @@ std::vector<int> parse_clients(const std::string& text) {
   return clients;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Throughput and latency of remote-effect POST /effects, with the SQLite floor", "bench_remote_effect"};
+struct BenchArgs {
   std::string binary = SKEWBENCH_REMOTE_EFFECT_BIN;
   int requests_per_client = 1000;
-  std::string clients_text = "1,2,8";
+  std::vector<int> clients;
   std::vector<std::string> syncs = {"full", "normal"};
   int floor_commits = 1000;
   std::string state_dir;
   std::vector<std::int64_t> health_records = {0, 100'000};
   bool as_json = false;
-  app.add_option("--binary", binary, "The remote-effect executable")->capture_default_str();
-  app.add_option("--requests-per-client", requests_per_client, "POSTs sent by each client")
+};
+
+// Parses the command line into `args`; returns an exit code when the program
+// should stop (--help, or bad arguments), else nullopt.
+std::optional<int> parse_args(int argc, char** argv, BenchArgs& args) {
+  CLI::App app{"Throughput and latency of remote-effect POST /effects, with the SQLite floor", "bench_remote_effect"};
+  std::string clients_text = "1,2,8";
+  app.add_option("--binary", args.binary, "The remote-effect executable")->capture_default_str();
+  app.add_option("--requests-per-client", args.requests_per_client, "POSTs sent by each client")
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000'000));
   app.add_option("--clients", clients_text, "Comma-separated client counts")->capture_default_str();
-  app.add_option("--sync", syncs, "Sync modes to measure")
+  app.add_option("--sync", args.syncs, "Sync modes to measure")
       ->capture_default_str()
       ->check(CLI::IsMember({"full", "normal"}));
-  app.add_option("--floor-commits", floor_commits, "Commits for the bare SQLite floor")
+  app.add_option("--floor-commits", args.floor_commits, "Commits for the bare SQLite floor")
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000'000));
-  app.add_option("--state-dir", state_dir,
+  app.add_option("--state-dir", args.state_dir,
                  "Directory for the state files (default: TMPDIR or /tmp); its filesystem is "
                  "what the figures measure");
-  app.add_option("--health-records", health_records,
+  app.add_option("--health-records", args.health_records,
                  "Key records in the state file for the GET /health timing (e.g. 0 100000)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{100'000'000}));
-  app.add_flag("--json", as_json, "Print one JSON document instead of the table");
-  std::vector<int> clients;
+  app.add_flag("--json", args.as_json, "Print one JSON document instead of the table");
   try {
     app.parse(argc, argv);
-    clients = parse_clients(clients_text);
+    args.clients = parse_clients(clients_text);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::cerr << "bench_remote_effect: " << e.what() << std::endl;
@@ -364,166 +367,203 @@ int main(int argc, char** argv) {
     std::cerr << "bench_remote_effect: --clients: " << e.what() << std::endl;
     return 2;
   }
-  if (!state_dir.empty()) ::setenv("TMPDIR", state_dir.c_str(), 1);
+  return std::nullopt;
+}
 
+// Everything one run measured.
+struct Measurements {
+  std::string fs_type;
+  std::vector<ServiceRun> service;
+  std::vector<HealthRun> health;
+  std::vector<FloorRun> floor;
+
+  std::optional<double> floor_p50(const std::string& sync) const {
+    for (const auto& f : floor) {
+      if (f.sync == sync) return f.latency.percentile(50);
+    }
+    return std::nullopt;
+  }
+  // The service's requests/s over the floor's commits/s at the same sync mode.
+  std::optional<double> over_floor_rate(const ServiceRun& run) const {
+    for (const auto& f : floor) {
+      if (f.sync == run.sync && f.commits_per_s() > 0) return run.requests_per_s() / f.commits_per_s();
+    }
+    return std::nullopt;
+  }
+};
+
+// One service per sync mode, driven at every client count.
+std::vector<ServiceRun> measure_services(const BenchArgs& args, const std::filesystem::path& dir) {
+  std::vector<ServiceRun> runs;
+  for (const auto& sync : args.syncs) {
+    skewbench::remote_effect::LaunchOptions launch;
+    launch.binary = args.binary;
+    launch.state_db = dir / ("service-" + sync + ".db");
+    launch.sync = sync;
+    launch.stderr_path = (dir / ("service-" + sync + ".log")).string();
+    skewbench::remote_effect::RemoteEffectProcess service(launch);
+    for (const int n : args.clients) {
+      const auto commits_before = post_commits(service.base_url());
+      runs.push_back(drive_service(service.base_url(), sync, n, args.requests_per_client));
+      const auto commits_after = post_commits(service.base_url());
+      if (commits_before && commits_after) runs.back().commits = *commits_after - *commits_before;
+    }
+    if (const int code = service.stop(); code != 0) {
+      throw std::runtime_error("remote-effect (--sync " + sync + ") exited with code " + std::to_string(code));
+    }
+  }
+  return runs;
+}
+
+Measurements measure(BenchArgs args, const std::filesystem::path& dir) {
+  Measurements m;
+  m.fs_type = filesystem_type(dir);
+  m.service = measure_services(args, dir);
+  std::sort(args.health_records.begin(), args.health_records.end());
+  args.health_records.erase(std::unique(args.health_records.begin(), args.health_records.end()),
+                            args.health_records.end());
+  for (const auto records : args.health_records) m.health.push_back(measure_health(args.binary, dir, records, 200));
+  for (const auto& sync : args.syncs) {
+    m.floor.push_back(measure_floor(dir / ("floor-" + sync + ".db"), sync, args.floor_commits));
+  }
+  return m;
+}
+
+// What makes the figures doubtful; counts the failed requests into `errors`.
+std::vector<std::string> warnings_of(const Measurements& m, int& errors) {
+  std::vector<std::string> warnings;
+  if (skewbench::build_info::kIsDebugBuild) warnings.push_back("this is a Debug build: timings are not representative");
+  if (m.fs_type == "tmpfs") {
+    warnings.push_back("the state directory is on tmpfs: fsync costs nothing, so the floor is not a disk floor");
+  }
+  errors = 0;
+  for (const auto& run : m.service) errors += run.errors;
+  for (const auto& run : m.health) {
+    if (run.reported && *run.reported != run.records) {
+      ++errors;
+      warnings.push_back("/health reported " + std::to_string(*run.reported) + " key records for a file holding " +
+                         std::to_string(run.records));
+    }
+  }
+  if (errors > 0) warnings.push_back(std::to_string(errors) + " requests failed; their latencies are excluded");
+  return warnings;
+}
+
+json or_null(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+json context_json(const BenchArgs& args, const Measurements& m) {
+  return {{"json_schema_version", 1},
+          {"date_utc", utc_now()},
+          {"host", host_name()},
+          {"cpus", std::thread::hardware_concurrency()},
+          {"harness_version", skewbench::build_info::kVersion},
+          {"git_commit", skewbench::build_info::kGitCommit},
+          {"build_type", skewbench::build_info::kBuildType},
+          {"sqlite_version", sqlite3_libversion()},
+          {"httplib_version", CPPHTTPLIB_VERSION},
+          {"state_filesystem", m.fs_type},
+          {"requests_per_client", args.requests_per_client},
+          {"floor_commits", args.floor_commits}};
+}
+
+void print_json(const BenchArgs& args, const Measurements& m, const std::vector<std::string>& warnings) {
+  json out = {{"context", context_json(args, m)},
+              {"service", json::array()},
+              {"sqlite_floor", json::array()},
+              {"warnings", warnings}};
+  json overhead = json::object();
+  for (const auto& run : m.service) {
+    out["service"].push_back({{"sync", run.sync},
+                              {"clients", run.clients},
+                              {"requests", run.requests},
+                              {"errors", run.errors},
+                              {"seconds", run.seconds},
+                              {"requests_per_s", run.requests_per_s()},
+                              {"p50_us", run.latency.percentile(50)},
+                              {"p99_us", run.latency.percentile(99)},
+                              {"requests_per_s_over_floor", or_null(m.over_floor_rate(run))},
+                              {"posts_per_commit", or_null(run.posts_per_commit())}});
+    const auto floor = m.floor_p50(run.sync);
+    if (run.clients == 1 && floor && *floor > 0) overhead[run.sync] = run.latency.percentile(50) / *floor;
+  }
+  for (const auto& run : m.floor) {
+    out["sqlite_floor"].push_back({{"sync", run.sync},
+                                   {"commits", run.commits},
+                                   {"commits_per_s", run.commits_per_s()},
+                                   {"p50_us", run.latency.percentile(50)},
+                                   {"p99_us", run.latency.percentile(99)}});
+  }
+  out["overhead_p50_1_client_over_floor"] = overhead;
+  out["health"] = json::array();
+  for (const auto& run : m.health) {
+    out["health"].push_back({{"records", run.records},
+                             {"reported_records", run.reported ? json(*run.reported) : json(nullptr)},
+                             {"p50_us", run.latency.percentile(50)},
+                             {"p99_us", run.latency.percentile(99)}});
+  }
+  std::cout << out.dump(2) << std::endl;
+}
+
+void print_service_table(const Measurements& m) {
+  std::printf(
+      "remote-effect POST /effects  (harness %s, commit %s, %s; SQLite %s; "
+      "cpp-httplib %s; %u CPUs; state on %s)\n",
+      skewbench::build_info::kVersion, skewbench::build_info::kGitCommit, skewbench::build_info::kBuildType,
+      sqlite3_libversion(), CPPHTTPLIB_VERSION, std::thread::hardware_concurrency(), m.fs_type.c_str());
+  std::printf("%-7s %7s %9s %7s %10s %8s %9s %9s %12s\n", "sync", "clients", "requests", "errors", "req/s", "x floor",
+              "p50_us", "p99_us", "POSTs/commit");
+  for (const auto& run : m.service) {
+    const auto ratio = m.over_floor_rate(run);
+    const auto per_commit = run.posts_per_commit();
+    std::printf("%-7s %7d %9d %7d %10.0f %8s %9.0f %9.0f %12s\n", run.sync.c_str(), run.clients, run.requests,
+                run.errors, run.requests_per_s(), ratio ? fixed(*ratio, 2).c_str() : "-", run.latency.percentile(50),
+                run.latency.percentile(99), per_commit ? fixed(*per_commit, 1).c_str() : "-");
+  }
+}
+
+void print_tables(const Measurements& m, const std::vector<std::string>& warnings) {
+  for (const auto& warning : warnings) std::cout << "***WARNING*** " << warning << "\n";
+  print_service_table(m);
+  std::printf("\nSQLite commit floor (one INSERT per transaction, WAL, same filesystem)\n");
+  std::printf("%-7s %7s %10s %9s %9s\n", "sync", "commits", "commits/s", "p50_us", "p99_us");
+  for (const auto& run : m.floor) {
+    std::printf("%-7s %7d %10.0f %9.0f %9.0f\n", run.sync.c_str(), run.commits, run.commits_per_s(),
+                run.latency.percentile(50), run.latency.percentile(99));
+  }
+  std::printf("\nOverhead above the floor (service p50 at 1 client / floor p50):\n");
+  for (const auto& run : m.service) {
+    const auto floor = m.floor_p50(run.sync);
+    if (run.clients == 1 && floor && *floor > 0) {
+      std::printf("  %-7s %.2fx  (%.0f us vs %.0f us)\n", run.sync.c_str(), run.latency.percentile(50) / *floor,
+                  run.latency.percentile(50), *floor);
+    }
+  }
+  std::printf("\nGET /health on a state file holding N key records (200 requests, one keep-alive connection)\n");
+  std::printf("%10s %10s %9s %9s\n", "records", "reported", "p50_us", "p99_us");
+  for (const auto& run : m.health) {
+    std::printf("%10lld %10s %9.0f %9.0f\n", static_cast<long long>(run.records),
+                run.reported ? std::to_string(*run.reported).c_str() : "-", run.latency.percentile(50),
+                run.latency.percentile(99));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchArgs args;
+  if (const auto code = parse_args(argc, argv, args)) return *code;
+  if (!args.state_dir.empty()) ::setenv("TMPDIR", args.state_dir.c_str(), 1);
   try {
     skewbench::TempDir dir("remote-effect-bench");
-    const std::string fs_type = filesystem_type(dir.path());
-
-    std::vector<ServiceRun> service_runs;
-    for (const auto& sync : syncs) {
-      skewbench::remote_effect::LaunchOptions launch;
-      launch.binary = binary;
-      launch.state_db = dir.path() / ("service-" + sync + ".db");
-      launch.sync = sync;
-      launch.stderr_path = (dir.path() / ("service-" + sync + ".log")).string();
-      skewbench::remote_effect::RemoteEffectProcess service(launch);
-      for (const int n : clients) {
-        const auto commits_before = post_commits(service.base_url());
-        service_runs.push_back(drive_service(service.base_url(), sync, n, requests_per_client));
-        const auto commits_after = post_commits(service.base_url());
-        if (commits_before && commits_after) service_runs.back().commits = *commits_after - *commits_before;
-      }
-      if (const int code = service.stop(); code != 0) {
-        throw std::runtime_error("remote-effect (--sync " + sync + ") exited with code " + std::to_string(code));
-      }
+    const auto m = measure(args, dir.path());
+    int errors = 0;
+    const auto warnings = warnings_of(m, errors);
+    if (args.as_json) {
+      print_json(args, m, warnings);
+    } else {
+      print_tables(m, warnings);
     }
-
-    std::vector<HealthRun> health_runs;
-    std::sort(health_records.begin(), health_records.end());
-    health_records.erase(std::unique(health_records.begin(), health_records.end()), health_records.end());
-    for (const auto records : health_records) health_runs.push_back(measure_health(binary, dir.path(), records, 200));
-
-    std::vector<FloorRun> floor_runs;
-    for (const auto& sync : syncs) {
-      floor_runs.push_back(measure_floor(dir.path() / ("floor-" + sync + ".db"), sync, floor_commits));
-    }
-
-    std::vector<std::string> warnings;
-    if (skewbench::build_info::kIsDebugBuild) {
-      warnings.push_back("this is a Debug build: timings are not representative");
-    }
-    if (fs_type == "tmpfs") {
-      warnings.push_back("the state directory is on tmpfs: fsync costs nothing, so the floor is not a disk floor");
-    }
-    int total_errors = 0;
-    for (const auto& run : service_runs) total_errors += run.errors;
-    for (const auto& run : health_runs) {
-      if (run.reported && *run.reported != run.records) {
-        ++total_errors;
-        warnings.push_back("/health reported " + std::to_string(*run.reported) + " key records for a file holding " +
-                           std::to_string(run.records));
-      }
-    }
-    if (total_errors > 0) {
-      warnings.push_back(std::to_string(total_errors) + " requests failed; their latencies are excluded");
-    }
-
-    auto floor_p50 = [&](const std::string& sync) -> std::optional<double> {
-      for (const auto& f : floor_runs) {
-        if (f.sync == sync) return f.latency.percentile(50);
-      }
-      return std::nullopt;
-    };
-    auto over_floor_rate = [&](const ServiceRun& run) -> std::optional<double> {
-      for (const auto& f : floor_runs) {
-        if (f.sync == run.sync && f.commits_per_s() > 0) return run.requests_per_s() / f.commits_per_s();
-      }
-      return std::nullopt;
-    };
-    auto or_null = [](const std::optional<double>& value) { return value ? json(*value) : json(nullptr); };
-
-    json context = {{"json_schema_version", 1},
-                    {"date_utc", utc_now()},
-                    {"host", host_name()},
-                    {"cpus", std::thread::hardware_concurrency()},
-                    {"harness_version", skewbench::build_info::kVersion},
-                    {"git_commit", skewbench::build_info::kGitCommit},
-                    {"build_type", skewbench::build_info::kBuildType},
-                    {"sqlite_version", sqlite3_libversion()},
-                    {"httplib_version", CPPHTTPLIB_VERSION},
-                    {"state_filesystem", fs_type},
-                    {"requests_per_client", requests_per_client},
-                    {"floor_commits", floor_commits}};
-
-    if (as_json) {
-      json out = {
-          {"context", context}, {"service", json::array()}, {"sqlite_floor", json::array()}, {"warnings", warnings}};
-      for (const auto& run : service_runs) {
-        out["service"].push_back({{"sync", run.sync},
-                                  {"clients", run.clients},
-                                  {"requests", run.requests},
-                                  {"errors", run.errors},
-                                  {"seconds", run.seconds},
-                                  {"requests_per_s", run.requests_per_s()},
-                                  {"p50_us", run.latency.percentile(50)},
-                                  {"p99_us", run.latency.percentile(99)},
-                                  {"requests_per_s_over_floor", or_null(over_floor_rate(run))},
-                                  {"posts_per_commit", or_null(run.posts_per_commit())}});
-      }
-      for (const auto& run : floor_runs) {
-        out["sqlite_floor"].push_back({{"sync", run.sync},
-                                       {"commits", run.commits},
-                                       {"commits_per_s", run.commits_per_s()},
-                                       {"p50_us", run.latency.percentile(50)},
-                                       {"p99_us", run.latency.percentile(99)}});
-      }
-      json overhead = json::object();
-      for (const auto& run : service_runs) {
-        const auto floor = floor_p50(run.sync);
-        if (run.clients == 1 && floor && *floor > 0) {
-          overhead[run.sync] = run.latency.percentile(50) / *floor;
-        }
-      }
-      out["overhead_p50_1_client_over_floor"] = overhead;
-      out["health"] = json::array();
-      for (const auto& run : health_runs) {
-        out["health"].push_back({{"records", run.records},
-                                 {"reported_records", run.reported ? json(*run.reported) : json(nullptr)},
-                                 {"p50_us", run.latency.percentile(50)},
-                                 {"p99_us", run.latency.percentile(99)}});
-      }
-      std::cout << out.dump(2) << std::endl;
-      return total_errors > 0 ? 1 : 0;
-    }
-
-    for (const auto& warning : warnings) std::cout << "***WARNING*** " << warning << "\n";
-    std::printf(
-        "remote-effect POST /effects  (harness %s, commit %s, %s; SQLite %s; "
-        "cpp-httplib %s; %u CPUs; state on %s)\n",
-        skewbench::build_info::kVersion, skewbench::build_info::kGitCommit, skewbench::build_info::kBuildType,
-        sqlite3_libversion(), CPPHTTPLIB_VERSION, std::thread::hardware_concurrency(), fs_type.c_str());
-    std::printf("%-7s %7s %9s %7s %10s %8s %9s %9s %12s\n", "sync", "clients", "requests", "errors", "req/s", "x floor",
-                "p50_us", "p99_us", "POSTs/commit");
-    for (const auto& run : service_runs) {
-      const auto ratio = over_floor_rate(run);
-      const auto per_commit = run.posts_per_commit();
-      std::printf("%-7s %7d %9d %7d %10.0f %8s %9.0f %9.0f %12s\n", run.sync.c_str(), run.clients, run.requests,
-                  run.errors, run.requests_per_s(), ratio ? fixed(*ratio, 2).c_str() : "-", run.latency.percentile(50),
-                  run.latency.percentile(99), per_commit ? fixed(*per_commit, 1).c_str() : "-");
-    }
-    std::printf("\nSQLite commit floor (one INSERT per transaction, WAL, same filesystem)\n");
-    std::printf("%-7s %7s %10s %9s %9s\n", "sync", "commits", "commits/s", "p50_us", "p99_us");
-    for (const auto& run : floor_runs) {
-      std::printf("%-7s %7d %10.0f %9.0f %9.0f\n", run.sync.c_str(), run.commits, run.commits_per_s(),
-                  run.latency.percentile(50), run.latency.percentile(99));
-    }
-    std::printf("\nOverhead above the floor (service p50 at 1 client / floor p50):\n");
-    for (const auto& run : service_runs) {
-      const auto floor = floor_p50(run.sync);
-      if (run.clients == 1 && floor && *floor > 0) {
-        std::printf("  %-7s %.2fx  (%.0f us vs %.0f us)\n", run.sync.c_str(), run.latency.percentile(50) / *floor,
-                    run.latency.percentile(50), *floor);
-      }
-    }
-    std::printf("\nGET /health on a state file holding N key records (200 requests, one keep-alive connection)\n");
-    std::printf("%10s %10s %9s %9s\n", "records", "reported", "p50_us", "p99_us");
-    for (const auto& run : health_runs) {
-      std::printf("%10lld %10s %9.0f %9.0f\n", static_cast<long long>(run.records),
-                  run.reported ? std::to_string(*run.reported).c_str() : "-", run.latency.percentile(50),
-                  run.latency.percentile(99));
-    }
-    return total_errors > 0 ? 1 : 0;
+    return errors > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "bench_remote_effect: " << e.what() << std::endl;
     return 1;

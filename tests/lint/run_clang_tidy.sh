@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clang-tidy, with the checks .clang-tidy lists, finds nothing in the project's
-# own sources (harness/), compiled as the build compiles them.
+# own sources (harness/ and bench/), compiled as the build compiles them.
 #
 #   run_clang_tidy.sh SOURCE_DIR BUILD_DIR
 #
@@ -60,6 +60,11 @@ expect_reported "$scratch/planted.cpp" bugprone-use-after-move "use after move"
 expect_reported "$scratch/planted_long.cpp" readability-function-size "function over 60 lines"
 
 mapfile -t files < <(find harness -name '*.cpp' | sort)
+# bench/ is checked when it is built (SKEWBENCH_BUILD_BENCH): clang-tidy needs
+# each file's compile command.
+while IFS= read -r file; do
+  if grep -qF "\"$PWD/$file\"" "$build_dir/compile_commands.json"; then files+=("$file"); fi
+done < <(find bench -name '*.cpp' | sort)
 jobs=$(nproc)
 log="$scratch/tidy.log"
 printf '%s\n' "${files[@]}" | xargs -P "$jobs" -n 4 "$tidy" -p "$build_dir" --quiet >"$log" 2>/dev/null || true
