@@ -40,6 +40,9 @@ class Registry {
     return out;
   }
 
+  // Every entry by name, in name order.
+  const std::map<std::string, Entry, std::less<>>& entries() const { return entries_; }
+
   // "a, b, c": the names for an error message about an unknown one.
   std::string known_names() const { return text::join(names(), ", "); }
 

@@ -215,9 +215,10 @@ bool grid_is_sweepable(const SweepRequest& request, const sweep::Grid& grid, Obs
   if (const auto base = grid.cell_scenario(grid.cell(0));
       base.needs_remote_control() || base.needs_database_control()) {
     // Workers share the services; one cell restarting or hanging them would break the others.
-    observer.say(request.grid_path +
-                 ": the base scenario has a restart_remote, pause_remote or restart_database step, which a sweep "
-                 "cannot run");
+    auto kinds = base.kinds_that(&steps::StepNeeds::remote_control);
+    for (auto& kind : base.kinds_that(&steps::StepNeeds::database_control)) kinds.push_back(std::move(kind));
+    observer.say(request.grid_path + ": the base scenario has a " + text::join(kinds, " and a ") +
+                 " step, which restarts or hangs a service the sweep's cells share; a sweep cannot run it");
     return false;
   }
   for (const auto& axis : grid.axes()) {

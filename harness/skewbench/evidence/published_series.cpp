@@ -20,19 +20,26 @@ json final_field(const SectionRun& run, const char* name) { return field_of(&run
 
 json recovery_field(const SectionRun& run, const char* name) { return field_of(run.recovery(), name); }
 
-// The n-th (0-based) timeline record of a kind that observed; null when there
-// is none. A published field that reports one kind's observation reads it here.
-const runner::StepRecord* step_of(const SectionRun& run, const char* kind, std::size_t n = 0) {
+// The first timeline record of `role` whose observation holds the field
+// `marker` (the field that says which act it was: a restart's
+// boot_id_changed, a collection's removed_records); null when there is none.
+// A published field is read by the part a step played and what it observed,
+// never by the step's kind, so any kind that plays the part is read the same.
+const runner::StepRecord* step_of(const SectionRun& run, steps::StepRole role, const char* marker) {
   if (!run.ran()) return nullptr;
   for (const auto& record : run.result->timeline) {
-    if (record.kind == kind && record.outcome && n-- == 0) return &record;
+    if (record.role == role && record.outcome && record.observed()->contains(marker)) return &record;
   }
   return nullptr;
 }
 
-json observed_in(const SectionRun& run, const char* kind, const char* name, std::size_t n = 0) {
-  const auto* step = step_of(run, kind, n);
+// Field `name` of that record; null when there is none.
+json observed_in(const SectionRun& run, steps::StepRole role, const char* marker, const char* name) {
+  const auto* step = step_of(run, role, marker);
   return step ? field_of(step->observed(), name) : json(nullptr);
+}
+json observed_in(const SectionRun& run, steps::StepRole role, const char* name) {
+  return observed_in(run, role, name, name);
 }
 
 // Every observation, in order (also after a recovery).
@@ -116,13 +123,13 @@ inline constexpr const char* k15Reconcile = "safe_reconcile_before_retry";
 
 json operation_fields(const SectionRun& run) {
   return {{"operation", run.result->operation_name},
-          {"business_state", observed_in(run, "commit_operation", "business_state")},
-          {"business_version", observed_in(run, "commit_operation", "business_version")}};
+          {"business_state", observed_in(run, steps::StepRole::Setup, "business_state")},
+          {"business_version", observed_in(run, steps::StepRole::Setup, "business_version")}};
 }
 
 json first_post(const SectionRun& run) {
-  const auto outcome = observed_in(run, "post_effect", "transport_outcome");
-  return {{"idempotency_key", observed_in(run, "post_effect", "idempotency_key")},
+  const auto outcome = observed_in(run, steps::StepRole::Delivery, "transport_outcome");
+  return {{"idempotency_key", observed_in(run, steps::StepRole::Delivery, "idempotency_key")},
           {"outcome", outcome_name(outcome)},
           {"error_type", error_type(outcome)}};
 }
@@ -185,8 +192,8 @@ CheckOutcome c015_boundary(const SectionRuns& runs) {
   json evidence = json::object();
   for (const char* name : {k15Unsafe, k15Redelivery, k15Reconcile}) {
     const auto& run = runs.at(name);
-    const auto committed = observed_in(run, "commit_operation", "business_state");
-    const auto first = observed_in(run, "post_effect", "transport_outcome");
+    const auto committed = observed_in(run, steps::StepRole::Setup, "business_state");
+    const auto first = observed_in(run, steps::StepRole::Delivery, "transport_outcome");
     const auto& f = run.final_measurement();
     passed = passed && committed == "committed" && first == word(infra::TransportOutcome::AckUnknown) &&
              f["ack_drops"] == 1 && f["outbox_status"] == "delivered";
@@ -200,12 +207,13 @@ CheckOutcome c015_boundary(const SectionRuns& runs) {
 
 CheckOutcome c015_new_identity(const SectionRuns& runs) {
   const auto& run = runs.at(k15Unsafe);
-  if (!run.recovery()) return no_step(k15Unsafe, "recover");
+  if (!run.recovery()) return no_step(k15Unsafe, "recovery");
   const auto keys = run.post_keys();
   const bool new_key = keys.size() == 2 && keys[0] != keys[1];
   const auto& f = run.final_measurement();
   const bool passed =
-      new_key && observed_in(run, "post_effect", "transport_outcome") == word(infra::TransportOutcome::AckUnknown) &&
+      new_key &&
+      observed_in(run, steps::StepRole::Delivery, "transport_outcome") == word(infra::TransportOutcome::AckUnknown) &&
       recovery_field(run, "delivery") == word(remote_effect::Delivery::applied) && f["effect_count"] == 2 &&
       f["status"] == "conflict";
   return {passed,
@@ -217,7 +225,7 @@ CheckOutcome c015_new_identity(const SectionRuns& runs) {
 
 CheckOutcome c015_stable_key(const SectionRuns& runs) {
   const auto& run = runs.at(k15Redelivery);
-  if (!run.recovery()) return no_step(k15Redelivery, "recover");
+  if (!run.recovery()) return no_step(k15Redelivery, "recovery");
   const bool same_key = same_key_throughout(run);
   const auto& f = run.final_measurement();
   const bool passed = same_key && recovery_field(run, "delivery") == word(remote_effect::Delivery::deduplicated) &&
@@ -232,7 +240,7 @@ CheckOutcome c015_stable_key(const SectionRuns& runs) {
 
 CheckOutcome c015_reconcile(const SectionRuns& runs) {
   const auto& run = runs.at(k15Reconcile);
-  if (!run.recovery()) return no_step(k15Reconcile, "recover");
+  if (!run.recovery()) return no_step(k15Reconcile, "recovery");
   const auto& f = run.final_measurement();
   const bool passed = recovery_field(run, "reconciled_status") == "committed" && !second_post_made(run) &&
                       f["post_requests"] == 1 && f["effect_count"] == 1 && f["outbox_status"] == "delivered";
@@ -262,8 +270,8 @@ inline constexpr const char* k16Reconcile = "safe_reconcile_after_restart";
 
 json restart_fields(const SectionRun& run) {
   return {{"idempotency_mode", final_field(run, "idempotency_mode")},
-          {"boot_id_changed", observed_in(run, "restart_remote", "boot_id_changed")},
-          {"attempt_1", observed_in(run, "post_effect", "attempt")},
+          {"boot_id_changed", observed_in(run, steps::StepRole::Fault, "boot_id_changed")},
+          {"attempt_1", observed_in(run, steps::StepRole::Delivery, "attempt")},
           {"final_remote",
            {{"effect_count", final_field(run, "effect_count")},
             {"post_requests", final_field(run, "post_requests")},
@@ -292,8 +300,8 @@ CheckOutcome c016_ledger(const SectionRuns& runs) {
   json evidence = json::object();
   for (const char* name : {k16Unsafe, k16Durable, k16Reconcile}) {
     const auto& run = runs.at(name);
-    const auto changed = observed_in(run, "restart_remote", "boot_id_changed");
-    const auto after = observed_in(run, "restart_remote", "effect_count");
+    const auto changed = observed_in(run, steps::StepRole::Fault, "boot_id_changed");
+    const auto after = observed_in(run, steps::StepRole::Fault, "boot_id_changed", "effect_count");
     passed = passed && changed == true && after == 1;
     evidence[name] = {{"boot_id_changed", changed}, {"effect_count_after_restart", after}};
   }
@@ -302,7 +310,7 @@ CheckOutcome c016_ledger(const SectionRuns& runs) {
 
 CheckOutcome c016_volatile(const SectionRuns& runs) {
   const auto& run = runs.at(k16Unsafe);
-  if (!run.recovery()) return no_step(k16Unsafe, "recover");
+  if (!run.recovery()) return no_step(k16Unsafe, "recovery");
   const auto& f = run.final_measurement();
   const bool passed = f["idempotency_mode"] == word(remote_effect::DedupeMode::volatile_) && same_key_throughout(run) &&
                       recovery_field(run, "delivery") == word(remote_effect::Delivery::applied) &&
@@ -316,7 +324,7 @@ CheckOutcome c016_volatile(const SectionRuns& runs) {
 
 CheckOutcome c016_durable(const SectionRuns& runs) {
   const auto& run = runs.at(k16Durable);
-  if (!run.recovery()) return no_step(k16Durable, "recover");
+  if (!run.recovery()) return no_step(k16Durable, "recovery");
   const auto& f = run.final_measurement();
   const auto& records = f["durable_idempotency_records"];
   const bool passed = f["idempotency_mode"] == word(remote_effect::DedupeMode::durable) &&
@@ -332,7 +340,7 @@ CheckOutcome c016_durable(const SectionRuns& runs) {
 
 CheckOutcome c016_reconcile(const SectionRuns& runs) {
   const auto& run = runs.at(k16Reconcile);
-  if (!run.recovery()) return no_step(k16Reconcile, "recover");
+  if (!run.recovery()) return no_step(k16Reconcile, "recovery");
   const auto& f = run.final_measurement();
   const bool passed = f["idempotency_mode"] == word(remote_effect::DedupeMode::volatile_) &&
                       recovery_field(run, "reconciled_status") == "committed" && !second_post_made(run) &&
@@ -361,7 +369,7 @@ inline constexpr const char* k17Reconcile = "safe_reconcile_after_expiry";
 
 // Seconds from the first POST to the recovery, in reference time.
 json recovery_window(const SectionRun& run) {
-  const auto* post = step_of(run, "post_effect");
+  const auto* post = step_of(run, steps::StepRole::Delivery, "transport_outcome");
   const auto* recover = run.recovery_step();
   if (!post || !recover) return nullptr;
   return recover->at_s - post->at_s;
@@ -437,7 +445,7 @@ CheckOutcome c017_expires(const SectionRuns& runs) {
 
 CheckOutcome c017_short_ttl(const SectionRuns& runs) {
   const auto& run = runs.at(k17Unsafe);
-  if (!run.recovery()) return no_step(k17Unsafe, "recover");
+  if (!run.recovery()) return no_step(k17Unsafe, "recovery");
   const auto window = recovery_window(run);
   const auto& f = run.final_measurement();
   const bool passed = below(ttl_of(run), window) && same_key_throughout(run) &&
@@ -454,7 +462,7 @@ CheckOutcome c017_short_ttl(const SectionRuns& runs) {
 
 CheckOutcome c017_retention(const SectionRuns& runs) {
   const auto& run = runs.at(k17Retention);
-  if (!run.recovery()) return no_step(k17Retention, "recover");
+  if (!run.recovery()) return no_step(k17Retention, "recovery");
   const auto window = recovery_window(run);
   const auto& f = run.final_measurement();
   const bool passed = below(window, ttl_of(run)) && same_key_throughout(run) &&
@@ -469,7 +477,7 @@ CheckOutcome c017_retention(const SectionRuns& runs) {
 
 CheckOutcome c017_reconcile(const SectionRuns& runs) {
   const auto& run = runs.at(k17Reconcile);
-  if (!run.recovery()) return no_step(k17Reconcile, "recover");
+  if (!run.recovery()) return no_step(k17Reconcile, "recovery");
   const auto* before = last_observation_before_recovery(run);
   const auto& f = run.final_measurement();
   const bool passed = field_of(before, "active_idempotency_records") == 0 &&
@@ -517,10 +525,12 @@ json s019_aba(const SectionRun& run) {
 
 json s019_unsafe(const SectionRun& run) {
   return {{"original_expires_at", expires_at(run)},
-          {"expired_time", observed_in(run, "gc", "logical_time_s")},
-          {"gc_removed_records", observed_in(run, "gc", "removed_records")},
-          {"temporal_epoch_before_gc", observed_in(run, "gc", "temporal_epoch_before")},
-          {"temporal_epoch_after_gc", observed_in(run, "gc", "temporal_epoch_after")},
+          {"expired_time", observed_in(run, steps::StepRole::Maintenance, "removed_records", "logical_time_s")},
+          {"gc_removed_records", observed_in(run, steps::StepRole::Maintenance, "removed_records")},
+          {"temporal_epoch_before_gc",
+           observed_in(run, steps::StepRole::Maintenance, "removed_records", "temporal_epoch_before")},
+          {"temporal_epoch_after_gc",
+           observed_in(run, steps::StepRole::Maintenance, "removed_records", "temporal_epoch_after")},
           {"rollback_time", recovery_field(run, "reading_s")},
           {"same_idempotency_key", same_key_throughout(run) ? json(run.result->stable_key_name) : json(nullptr)},
           {"second_delivery", recovery_field(run, "delivery")},
@@ -529,8 +539,9 @@ json s019_unsafe(const SectionRun& run) {
 }
 
 json s019_fence(const SectionRun& run) {
-  return {{"bound_temporal_epoch", observed_in(run, "bind_temporal_epoch", "temporal_epoch")},
-          {"temporal_epoch_after_gc", observed_in(run, "gc", "temporal_epoch_after")},
+  return {{"bound_temporal_epoch", observed_in(run, steps::StepRole::Maintenance, "temporal_epoch")},
+          {"temporal_epoch_after_gc",
+           observed_in(run, steps::StepRole::Maintenance, "removed_records", "temporal_epoch_after")},
           {"rollback_time", recovery_field(run, "reading_s")},
           {"http_status", recovery_field(run, "replay_http_status")},
           {"delivery", recovery_field(run, "delivery")},
@@ -570,7 +581,7 @@ CheckOutcome c019_reenters(const SectionRuns& runs) {
 
 CheckOutcome c019_purge_duplicates(const SectionRuns& runs) {
   const auto& run = runs.at(k19Unsafe);
-  if (!run.recovery()) return no_step(k19Unsafe, "recover");
+  if (!run.recovery()) return no_step(k19Unsafe, "recovery");
   const auto fields = s019_unsafe(run);
   const auto& f = run.final_measurement();
   const bool advanced = fields["temporal_epoch_before_gc"].is_number_integer() &&
@@ -584,7 +595,7 @@ CheckOutcome c019_purge_duplicates(const SectionRuns& runs) {
 
 CheckOutcome c019_fence(const SectionRuns& runs) {
   const auto& run = runs.at(k19Fence);
-  if (!run.recovery()) return no_step(k19Fence, "recover");
+  if (!run.recovery()) return no_step(k19Fence, "recovery");
   const auto fields = s019_fence(run);
   const auto& f = run.final_measurement();
   const bool passed = below(fields["bound_temporal_epoch"], fields["temporal_epoch_after_gc"]) &&
@@ -599,7 +610,7 @@ CheckOutcome c019_fence(const SectionRuns& runs) {
 // it EXPIRED.
 CheckOutcome c019_watermark(const SectionRuns& runs) {
   const auto& run = runs.at(k19Watermark);
-  if (!run.recovery()) return no_step(k19Watermark, "recover");
+  if (!run.recovery()) return no_step(k19Watermark, "recovery");
   const auto fields = s019_watermark(run);
   const auto expiry = expires_at(run);
   const bool passed = below(fields["rollback_wall_clock"], expiry) &&

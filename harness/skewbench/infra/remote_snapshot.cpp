@@ -49,7 +49,7 @@ void RemoteLedger::check(const RemoteSnapshot& snapshot, const std::string& wher
   auto add = [&](const std::string& text) { problems += (problems.empty() ? "" : "; ") + text; };
   if (!boot_id.empty() && snapshot.boot_id != boot_id) {
     add("the remote restarted (boot_id " + boot_id + " became " + snapshot.boot_id +
-        ") and no restart_remote step asked for it");
+        ") and no step of the scenario restarted it");
   }
   if (snapshot.post_requests != post_requests || snapshot.ack_drops != ack_drops) {
     add("the remote's request log holds post_requests " + std::to_string(snapshot.post_requests) + ", ack_drops " +

@@ -31,7 +31,7 @@ RemoteSnapshot parse_snapshot(const nlohmann::json& body);
 // has had a fault the scenario did not plan, and nothing it then says may
 // become a verdict.
 struct RemoteLedger {
-  std::string boot_id;             // from the scenario's first exchange; changed only by restart_remote
+  std::string boot_id;             // from the scenario's first exchange; changed only by a step that restarts it
   std::int64_t post_requests = 0;  // POSTs the remote must have logged (answered 200, or planned drops)
   std::int64_t ack_drops = 0;      // of those, sent with X-Drop-Ack
 

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "common/text.hpp"
 #include "infra/postgres_cluster.hpp"
 
 namespace skewbench::runner {
@@ -108,13 +109,16 @@ std::optional<std::string> control_step_problem(const StackOptions& services,
                                                 const std::vector<scenario::Scenario>& scenarios) {
   for (const auto& s : scenarios) {
     if (services.remote_url && s.needs_remote_control()) {
-      return s.source +
-             ": restart_remote and pause_remote need a remote-effect started by skewbench; drop --remote-url";
+      const auto kinds = s.kinds_that(&steps::StepNeeds::remote_control);
+      return s.source + ": " + text::join(kinds, " and ") + (kinds.size() == 1 ? " needs" : " need") +
+             " a remote-effect started by skewbench; drop --remote-url";
     }
   }
   for (const auto& s : scenarios) {
     if (services.database_url && s.needs_database_control()) {
-      return s.source + ": restart_database needs a PostgreSQL started by skewbench; drop --database-url";
+      const auto kinds = s.kinds_that(&steps::StepNeeds::database_control);
+      return s.source + ": " + text::join(kinds, " and ") + (kinds.size() == 1 ? " needs" : " need") +
+             " a PostgreSQL started by skewbench; drop --database-url";
     }
   }
   return std::nullopt;

@@ -65,6 +65,11 @@ void read_expectations(const json& expect, const std::string& path, const steps:
   }
 }
 
+// The kinds registered for `role`, as a message names them: "a or b".
+std::string playing(steps::StepRole role) {
+  return text::join(steps::kinds_playing(steps::builtin_steps(), role), " or ");
+}
+
 // Structural rules no single step can check: the operation is committed once,
 // before it is delivered, and recovery follows a delivery attempt. The rules
 // follow the steps' roles, so a new delivery or recovery kind obeys them too.
@@ -81,10 +86,12 @@ void check_step_order(const std::vector<ScenarioStep>& steps_list) {
       if (committed) throw InputError(path, "the operation is already committed by an earlier step");
       committed = true;
     } else if (step.needs().follows_delivery) {
-      if (!posted) throw InputError(path, kind + " needs an earlier post_effect step");
+      if (!posted) throw InputError(path, kind + " needs an earlier " + playing(StepRole::Delivery) + " step");
     } else if (role == StepRole::Delivery || role == StepRole::Recovery) {
-      if (!committed) throw InputError(path, kind + " needs an earlier commit_operation step");
-      if (role == StepRole::Recovery && !posted) throw InputError(path, kind + " needs an earlier post_effect step");
+      if (!committed) throw InputError(path, kind + " needs an earlier " + playing(StepRole::Setup) + " step");
+      if (role == StepRole::Recovery && !posted) {
+        throw InputError(path, kind + " needs an earlier " + playing(StepRole::Delivery) + " step");
+      }
       posted = posted || role == StepRole::Delivery;
     }
   }
@@ -183,12 +190,16 @@ ScenarioStep read_step(const json& input, std::size_t i, const steps::StepParseC
   if (previous_at_s && at_s < *previous_at_s) {
     throw InputError(spec.child_path("at_s"), "reference time goes backwards (" + std::to_string(at_s) + " after " +
                                                   std::to_string(*previous_at_s) +
-                                                  "); to move a node's clock back use set_clock_offset");
+                                                  "); to move a node's clock back use " +
+                                                  playing(steps::StepRole::ClockChange));
   }
   previous_at_s = at_s;
   spec.optional_string("description");
   ScenarioStep step;
   step.step = kind->factory(spec, at_s, parse_context);
+  if (step.step->role() != kind->role) {
+    throw std::logic_error("step kind " + kind_name + " plays another role than it was registered with");
+  }
   step.input = input;
   if (const auto* expect = spec.optional("expect")) {
     read_expectations(*expect, spec.child_path("expect"), kind->observed, static_cast<int>(i), index_path("steps", i),
@@ -244,13 +255,11 @@ bool Scenario::needs_database_control() const {
                      [](const ScenarioStep& s) { return s.step->needs().database_control; });
 }
 
-std::vector<std::string> Scenario::service_wide_reader_kinds() const {
+std::vector<std::string> Scenario::kinds_that(bool steps::StepNeeds::*need) const {
   std::vector<std::string> kinds;
   for (const auto& s : steps) {
     const std::string kind(s.step->kind());
-    if (s.step->needs().reads_service_wide_state && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
-      kinds.push_back(kind);
-    }
+    if (s.step->needs().*need && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
   }
   return kinds;
 }

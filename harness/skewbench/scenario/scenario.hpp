@@ -98,7 +98,11 @@ struct Scenario {
   // The kinds of its steps whose outcome depends on the remote's service-wide
   // state (steps::StepNeeds::reads_service_wide_state), each once, in step
   // order; empty when its outcome depends on its own operation's state only.
-  std::vector<std::string> service_wide_reader_kinds() const;
+  std::vector<std::string> service_wide_reader_kinds() const {
+    return kinds_that(&steps::StepNeeds::reads_service_wide_state);
+  }
+  // The kinds of its steps that declare `need`, each once, in step order.
+  std::vector<std::string> kinds_that(bool steps::StepNeeds::*need) const;
 };
 
 // The fields of the closing measurement a scenario's top-level "expect" may name.

@@ -417,6 +417,7 @@ ObservedField nullable_string_of(std::vector<std::string> allowed) {
 StepKind commit_operation_kind() {
   return {"commit_operation",
           "commit the business operation and its outbox row (stable idempotency key) in one transaction",
+          StepRole::Setup,
           {{"business_state", string_of({"absent", "committed"})},
            {"business_version", integer()},
            {"outbox_status", string_of({"pending", "delivered"})}},
@@ -429,6 +430,7 @@ StepKind post_effect_kind() {
   return {"post_effect",
           "deliver the outbox row: POST /effects at the node's clock; drop_ack makes the remote commit and "
           "close the connection without answering",
+          StepRole::Delivery,
           {{"logical_time_s", integer()},
            {"transport_outcome", string_of(kTransportOutcomes)},
            {"http_status", nullable_integer()},
@@ -447,6 +449,7 @@ StepKind post_effect_kind() {
 StepKind observe_kind() {
   return {"observe",
           "a node reads the remote's status at its own clock and classifies the record's expiry locally",
+          StepRole::Observation,
           {{"logical_time_s", integer()},
            {"active_idempotency_records", integer()},
            {"effect_count", integer()},
@@ -463,6 +466,7 @@ StepKind observe_kind() {
 StepKind recover_kind() {
   return {"recover",
           "a node recovers a pending delivery under the scenario's policy: replay, or reconcile first",
+          StepRole::Recovery,
           {{"time_basis", {FieldType::NullableString, {}}},
            {"reading_s", nullable_integer()},
            {"decision_time_s", nullable_integer()},
@@ -492,6 +496,7 @@ StepKind recover_kind() {
 StepKind set_clock_offset_kind() {
   return {"set_clock_offset",
           "a node's clock jumps to a new offset from the reference time (a step or a rollback)",
+          StepRole::ClockChange,
           {{"reading_s", integer()}},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
             auto node = require_node(spec, ctx);
@@ -504,6 +509,7 @@ StepKind set_clock_offset_kind() {
 StepKind restart_remote_kind() {
   return {"restart_remote",
           "restart remote-effect on the same SQLite file (only when skewbench started it)",
+          StepRole::Fault,
           {{"boot_id_changed", boolean()}, {"effect_count", integer()}, {"status", string_of(kRemoteStatuses)}},
           [](ObjectReader&, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
             return std::make_unique<RestartRemoteStep>(at_s);
@@ -515,6 +521,7 @@ StepKind pause_remote_kind() {
   return {"pause_remote",
           "hang remote-effect (SIGSTOP) for duration_ms of wall time, then let it go on (SIGCONT); only when "
           "skewbench started it",
+          StepRole::Fault,
           {},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
             const auto duration_ms = spec.require_int("duration_ms");
@@ -530,6 +537,7 @@ StepKind restart_database_kind() {
   return {"restart_database",
           "stop PostgreSQL (mode immediate: as a crash; fast) and start it again, then reconnect; only when "
           "skewbench started it",
+          StepRole::Fault,
           {{"business_state", string_of({"absent", "committed"})},
            {"outbox_status", string_of({"absent", "pending", "delivered"})},
            {"delivery_attempts", integer()}},
@@ -571,6 +579,14 @@ infra::RemoteSnapshot StepContext::checked_snapshot(const nlohmann::json& body, 
   const auto snapshot = infra::parse_snapshot(body);
   ledger.check(snapshot, where);
   return snapshot;
+}
+
+std::vector<std::string> kinds_playing(const StepRegistry& registry, StepRole role) {
+  std::vector<std::string> names;
+  for (const auto& [name, kind] : registry.entries()) {
+    if (kind.role == role) names.push_back(name);
+  }
+  return names;
 }
 
 const StepRegistry& builtin_steps() {

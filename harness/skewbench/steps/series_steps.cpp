@@ -120,6 +120,7 @@ void add_series_steps(StepRegistry& r) {
   r.add({"gc",
          "expiry cleanup on the remote at the node's clock: removes the operation's expired idempotency records "
          "and advances the temporal epoch when it removed any",
+         StepRole::Maintenance,
          {{"logical_time_s", integer},
           {"removed_records", integer},
           {"temporal_epoch_before", integer},
@@ -129,6 +130,7 @@ void add_series_steps(StepRegistry& r) {
          }});
   r.add({"bind_temporal_epoch",
          "read the remote's temporal epoch after the first POST; later replays carry it as a fence",
+         StepRole::Maintenance,
          {{"temporal_epoch", integer}},
          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
            return std::make_unique<BindTemporalEpochStep>(at_s, require_node(spec, ctx));

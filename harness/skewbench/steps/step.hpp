@@ -215,6 +215,9 @@ using StepFactory =
 struct StepKind {
   std::string name;
   std::string summary;  // one line, for --help and the docs
+  // The part its steps play (each step's role() says the same; the scenario
+  // parser checks): scenario checks name the kinds that play a part from here.
+  StepRole role;
   ObservedFields observed;
   StepFactory factory;
   bool takes_node = true;  // "node" is required (and checked against the scenario's nodes)
@@ -230,6 +233,9 @@ class StepRegistry : public Registry<StepKind> {
     add(std::move(name), std::move(kind));
   }
 };
+
+// The names of the registered kinds that play `role`, in name order.
+std::vector<std::string> kinds_playing(const StepRegistry& registry, StepRole role);
 
 // commit_operation, post_effect, observe, recover, set_clock_offset,
 // restart_remote, pause_remote, restart_database, and the series kinds (gc,
