@@ -1,14 +1,16 @@
 #pragma once
 
-// In-memory stand-ins for the outbox and the remote, for unit tests only;
-// integration tests use the real service.
-// FakeRemote keeps its state in maps but judges every request with the
-// service's own protocol library (remote_effect/protocol.hpp): the same
-// request parsing, fence, expiry and dedupe rules, refusals (409 for another
-// operation's active key or a stale temporal epoch, 422 for another payload)
-// and JSON answers. Only storage and transport are fake.
+// Stand-ins for the outbox and the remote, for unit tests only; integration
+// tests use the real service.
+// FakeRemote is the service without its HTTP layer and process: it judges
+// every request with the service's own protocol library
+// (remote_effect/protocol.hpp: request parsing, the JSON answers, refusals)
+// and keeps its state in the service's own store (remote_effect/store.hpp) on
+// a temporary SQLite file, so the fence, expiry, dedupe and GC rules and what
+// they write are the service's, not a copy. Only the transport is fake.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,8 +18,10 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "infra/ports.hpp"
 #include "remote_effect/protocol.hpp"
+#include "remote_effect/store.hpp"
 
 namespace skewbench::testing {
 
@@ -34,14 +38,22 @@ class FakeRemote final : public infra::RemoteApi {
   bool vanish_next_answer = false;
   bool restart_after_next_post = false;
   std::string boot_id = "fake-boot-1";
-  std::int64_t temporal_epoch = protocol::kFirstTemporalEpoch;
-  protocol::DedupeMode mode = protocol::DedupeMode::durable;
 
-  // A restart as the service has one: a new boot_id; the effects, counts and
-  // epoch survive, the key records only in durable mode.
+  FakeRemote() { open(); }
+
+  protocol::DedupeMode mode() const { return mode_; }
+  // The service started again in another dedupe mode, on the same file.
+  void set_mode(protocol::DedupeMode mode) {
+    mode_ = mode;
+    open();
+  }
+
+  // A restart as the service has one: a new boot_id and the store opened
+  // again on its file, so the effects, counts and epoch survive and the key
+  // records only in durable mode.
   std::string restart() {
     boot_id = "fake-boot-" + std::to_string(++boots_);
-    if (mode == protocol::DedupeMode::volatile_) records_.clear();
+    open();
     return boot_id;
   }
 
@@ -65,19 +77,15 @@ class FakeRemote final : public infra::RemoteApi {
                                                         .fence_epoch = r.expected_temporal_epoch});
     infra::HttpExchange ex;
     ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", headers_json(headers)}, {"body", r.body}};
-    const auto parsed = protocol::parse_post_request({headers.begin(), headers.end()}, r.body, kDefaultTtlS);
-    if (const auto* error = std::get_if<protocol::RequestError>(&parsed)) {
-      throw InfrastructureError("POST /effects answered " + std::to_string(error->http_status) + ": " +
-                                error->to_json().dump());
-    }
-    const auto& request = std::get<protocol::PostRequest>(parsed);
-    const auto delivery = apply(request);
-    if (delivery == protocol::Delivery::fenced_out) {
-      return answer(std::move(ex), 409, protocol::fenced_out_json(*request.fence_epoch, temporal_epoch),
+    const auto request =
+        parse_or_throw(protocol::parse_post_request({headers.begin(), headers.end()}, r.body, kDefaultTtlS));
+    const auto result = store_->post(request);
+    if (result.delivery == protocol::Delivery::fenced_out) {
+      return answer(std::move(ex), 409, protocol::fenced_out_json(*request.fence_epoch, result.state.temporal_epoch),
                     infra::TransportOutcome::FencedOut);
     }
-    if (protocol::is_refusal(delivery)) {
-      const auto refusal = protocol::refusal_error(delivery);
+    if (protocol::is_refusal(result.delivery)) {
+      const auto refusal = protocol::refusal_error(result.delivery);
       return answer(std::move(ex), refusal.http_status, refusal.to_json(), infra::TransportOutcome::Rejected);
     }
     if (r.drop_ack || vanish_next_answer) {
@@ -85,7 +93,7 @@ class FakeRemote final : public infra::RemoteApi {
       ex.outcome = infra::TransportOutcome::AckUnknown;
       return ex;
     }
-    return answer(std::move(ex), 200, protocol::post_json(request, delivery, state(r.operation_id), boot_id, mode),
+    return answer(std::move(ex), 200, protocol::post_json(request, result.delivery, result.state, boot_id, mode_),
                   infra::TransportOutcome::AckReceived);
   }
 
@@ -95,9 +103,10 @@ class FakeRemote final : public infra::RemoteApi {
     infra::HttpExchange ex;
     ex.request = {{"method", "GET"}, {"path", "/status/" + operation_id}, {"headers", headers_json(headers)}};
     const auto request = parse_or_throw(protocol::parse_status_request(operation_id, {headers.begin(), headers.end()}));
-    return answer(std::move(ex), 200,
-                  protocol::snapshot_json(operation_id, request.evaluation_time_s, state(operation_id), boot_id, mode),
-                  infra::TransportOutcome::AckReceived);
+    return answer(
+        std::move(ex), 200,
+        protocol::snapshot_json(operation_id, request.evaluation_time_s, store_->read(operation_id), boot_id, mode_),
+        infra::TransportOutcome::AckReceived);
   }
 
   nlohmann::json health() override { return {{"status", "ok"}, {"boot_id", boot_id}}; }
@@ -108,25 +117,19 @@ class FakeRemote final : public infra::RemoteApi {
     infra::HttpExchange ex;
     ex.request = {{"method", "POST"}, {"path", "/maintenance/gc/" + operation_id}, {"headers", headers_json(headers)}};
     const auto request = parse_or_throw(protocol::parse_gc_request(operation_id, {headers.begin(), headers.end()}));
-    protocol::GcResult result{.temporal_epoch_before = temporal_epoch};
-    for (auto it = records_.begin(); it != records_.end();) {
-      const bool collect = it->second.operation_id == operation_id &&
-                           protocol::is_collectable(request.logical_time_s, it->second.expires_at_s);
-      if (collect) ++result.removed_records;
-      it = collect ? records_.erase(it) : std::next(it);
-    }
-    temporal_epoch = protocol::epoch_after_gc(temporal_epoch, result.removed_records);
-    result.temporal_epoch_after = temporal_epoch;
-    return answer(std::move(ex), 200, protocol::gc_json(request, result), infra::TransportOutcome::AckReceived);
+    return answer(std::move(ex), 200, protocol::gc_json(request, store_->gc(request)),
+                  infra::TransportOutcome::AckReceived);
   }
 
  private:
   static constexpr std::int64_t kDefaultTtlS = 60;
 
-  struct Operation {
-    std::vector<protocol::Effect> effects;
-    std::int64_t post_requests = 0, ack_drops = 0;
-  };
+  // The service's own store on a file of this fake's (synchronous NORMAL:
+  // nothing here needs power-loss durability).
+  void open() {
+    store_.reset();
+    store_ = std::make_unique<protocol::Store>(dir_.path() / "remote.sqlite3", protocol::SyncMode::normal, mode_);
+  }
 
   static nlohmann::json headers_json(const std::vector<std::pair<std::string, std::string>>& headers) {
     nlohmann::json out = nlohmann::json::object();
@@ -151,52 +154,9 @@ class FakeRemote final : public infra::RemoteApi {
     return ex;
   }
 
-  // The store's read-decide-write (remote_effect/store.cpp): a refusal or a
-  // fenced-out POST writes and counts nothing; an accepted one is counted, and
-  // an applied one adds an effect and (re)writes the key's record.
-  protocol::Delivery apply(const protocol::PostRequest& request) {
-    if (protocol::check_fence(request.fence_epoch, temporal_epoch)) return protocol::Delivery::fenced_out;
-    const auto found = records_.find(request.idempotency_key);
-    const auto existing =
-        found == records_.end() ? std::nullopt : std::optional<protocol::IdempotencyRecord>(found->second);
-    const auto delivery = protocol::decide(existing, request);
-    if (protocol::is_refusal(delivery)) return delivery;
-    auto& op = operations_[request.operation_id];
-    if (delivery == protocol::Delivery::applied) {
-      op.effects.push_back({.effect_id = ++last_effect_id_,
-                            .operation_id = request.operation_id,
-                            .idempotency_key = request.idempotency_key,
-                            .created_at_s = request.logical_time_s});
-      records_[request.idempotency_key] = {.idempotency_key = request.idempotency_key,
-                                           .operation_id = request.operation_id,
-                                           .created_at_s = request.logical_time_s,
-                                           .expires_at_s = request.expires_at_s,
-                                           .body_sha256 = request.body_sha256};
-    }
-    ++op.post_requests;
-    if (request.drop_ack) ++op.ack_drops;
-    return delivery;
-  }
-
-  protocol::OperationState state(const std::string& operation_id) {
-    const auto& op = operations_[operation_id];
-    protocol::OperationState out;
-    out.effects = op.effects;
-    out.post_requests = op.post_requests;
-    out.ack_drops = op.ack_drops;
-    out.temporal_epoch = temporal_epoch;
-    for (const auto& [key, record] : records_) {
-      if (record.operation_id == operation_id) out.records.push_back(record);
-    }
-    if (mode == protocol::DedupeMode::durable) {
-      out.durable_idempotency_records = static_cast<std::int64_t>(out.records.size());
-    }
-    return out;
-  }
-
-  std::map<std::string, Operation> operations_;
-  std::map<std::string, protocol::IdempotencyRecord> records_;  // by idempotency key, as the store's table
-  std::int64_t last_effect_id_ = 0;
+  TempDir dir_{"skewbench-fake-remote"};
+  protocol::DedupeMode mode_ = protocol::kDefaultDedupeMode;
+  std::unique_ptr<protocol::Store> store_;
   int boots_ = 1;
 };
 

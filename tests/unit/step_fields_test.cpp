@@ -31,7 +31,7 @@ class FakeControl final : public steps::RemoteControl, public steps::DatabaseCon
   explicit FakeControl(testing::FakeRemote& remote) : remote_(remote) {}
   std::string restart_remote() override { return remote_.restart(); }
   void pause_remote(std::chrono::milliseconds) override { ++pauses; }
-  void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.mode = mode; }
+  void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.set_mode(mode); }
   void restart_database(bool) override { ++database_restarts; }
   int pauses = 0;
   int database_restarts = 0;
