@@ -125,29 +125,31 @@ std::string post_into_killed_remote(Remote& remote, infra::HttpRemote& client, c
 // Forwards to the real client, but kills the remote during the POST with the
 // given index (0 = the scenario's first POST), then starts it again on the
 // same state file, so that later requests find a live remote.
-class KillDuringPost final : public infra::RemoteApi {
+class KillDuringPost final : public infra::ForwardingRemote {
  public:
-  KillDuringPost(Remote& remote, int post_index) : remote_(remote), post_index_(post_index) {}
+  KillDuringPost(Remote& remote, int post_index)
+      : KillDuringPost(remote, post_index, std::make_unique<infra::HttpRemote>(remote.process.base_url())) {}
 
   infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
     if (posts_++ != post_index_) return client_->post_effect(r);
     std::string outcome = post_into_killed_remote(remote_, *client_, r);
     remote_.process.restart();  // from this thread, which outlives the service
     client_ = std::make_unique<infra::HttpRemote>(remote_.process.base_url());
+    forward_to(*client_);
     if (outcome.rfind("threw ", 0) == 0) throw InfrastructureError(outcome.substr(6));
     infra::HttpExchange ex;
     ex.outcome = infra::TransportOutcome::AckUnknown;
     return ex;
   }
-  infra::HttpExchange status(const std::string& id, std::int64_t t) override { return client_->status(id, t); }
-  nlohmann::json health() override { return client_->health(); }
-  infra::HttpExchange gc(const std::string& id, std::int64_t t) override { return client_->gc(id, t); }
 
  private:
+  KillDuringPost(Remote& remote, int post_index, std::unique_ptr<infra::HttpRemote> client)
+      : ForwardingRemote(*client), remote_(remote), post_index_(post_index), client_(std::move(client)) {}
+
   Remote& remote_;
   int post_index_;
   int posts_ = 0;
-  std::unique_ptr<infra::HttpRemote> client_ = std::make_unique<infra::HttpRemote>(remote_.process.base_url());
+  std::unique_ptr<infra::HttpRemote> client_;
 };
 
 runner::ScenarioResult run_with_kill(const std::string& scenario_file, int post_index) {

@@ -36,8 +36,9 @@ const json& observed(const runner::ScenarioResult& r, std::size_t step) { return
 // The first POST reaches the remote's request log, but the remote fails
 // before it applies the effect and the caller sees no answer: the status stays
 // "absent" while the log holds the planned drop, as the driver's ledger expects.
-class LosingRemote final : public infra::RemoteApi {
+class LosingRemote final : public infra::ForwardingRemote {
  public:
+  LosingRemote() : ForwardingRemote(inner) {}
   infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
     if (lost_ > 0) return logged(inner.post_effect(r));
     ++lost_;
@@ -47,8 +48,6 @@ class LosingRemote final : public infra::RemoteApi {
     return ex;
   }
   infra::HttpExchange status(const std::string& op, std::int64_t t) override { return logged(inner.status(op, t)); }
-  json health() override { return inner.health(); }
-  infra::HttpExchange gc(const std::string& op, std::int64_t t) override { return inner.gc(op, t); }
 
   testing::FakeRemote inner;
 

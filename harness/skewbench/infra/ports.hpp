@@ -66,6 +66,30 @@ class RemoteApi {
   virtual HttpExchange gc(const std::string& operation_id, std::int64_t logical_time_s) = 0;
 };
 
+// Forwards every call to another RemoteApi. A test double or a decorator
+// derives from it and overrides only the calls it changes, so a method added
+// to RemoteApi is forwarded here once, not in every double.
+class ForwardingRemote : public RemoteApi {
+ public:
+  explicit ForwardingRemote(RemoteApi& inner) : inner_(&inner) {}
+  HttpExchange post_effect(const PostEffectRequest& request) override { return inner_->post_effect(request); }
+  HttpExchange status(const std::string& operation_id, std::int64_t logical_time_s) override {
+    return inner_->status(operation_id, logical_time_s);
+  }
+  nlohmann::json health() override { return inner_->health(); }
+  HttpExchange gc(const std::string& operation_id, std::int64_t logical_time_s) override {
+    return inner_->gc(operation_id, logical_time_s);
+  }
+
+ protected:
+  RemoteApi& inner() { return *inner_; }
+  // Forwards from now on to `inner` (e.g. a client of a restarted service).
+  void forward_to(RemoteApi& inner) { inner_ = &inner; }
+
+ private:
+  RemoteApi* inner_;
+};
+
 struct OutboxRow {
   std::string operation_id;
   std::string business_state;  // absent | committed
