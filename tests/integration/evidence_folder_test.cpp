@@ -60,6 +60,19 @@ CommandResult sweep_into(const fs::path& grid, const fs::path& out, std::vector<
   return run_skewbench(sweep_args(grid, out, std::move(extra)));
 }
 
+// small_grid() written into DIR and swept whole into DIR/sweep.
+struct SweptGrid {
+  fs::path grid;
+  fs::path out;
+  json cells_core_digest;
+};
+SweptGrid swept_small_grid(const fs::path& dir) {
+  SweptGrid swept{.grid = write_grid(dir, small_grid()), .out = dir / "sweep", .cells_core_digest = nullptr};
+  REQUIRE(sweep_into(swept.grid, swept.out).exit_code == 0);
+  swept.cells_core_digest = read_json(swept.out / "sweep.json")["cells_core_digest"];
+  return swept;
+}
+
 // A copy of a checkout's inputs: scenarios/*.json, scenarios/sweeps/, and a
 // file of the user's own among them.
 fs::path make_checkout(const fs::path& root) {
@@ -352,15 +365,7 @@ TEST_CASE("verify checks a sweep's cells against sweep.json") {
   const auto at = lines.find("\"verdict\":\"CONFLICT\"");
   REQUIRE(at != std::string::npos);
   lines.replace(at, 20, "\"verdict\":\"SAFE\"");
-  write_file_atomically(out / "cells.jsonl", lines);
-  auto manifest = read_json(out / "manifest.json");
-  for (auto& f : manifest["files"]) {
-    if (f["path"] == "cells.jsonl") {
-      f["sha256"] = sha256_hex(lines);
-      f["bytes"] = lines.size();
-    }
-  }
-  write_file_atomically(out / "manifest.json", manifest.dump(2));
+  write_with_manifest(out, "cells.jsonl", lines);
   const auto r = run_skewbench({"verify", out.string()});
   INFO(r.output);
   CHECK(r.exit_code == 1);
@@ -413,10 +418,7 @@ TEST_CASE("an interrupted sweep says so, and --resume ends with the uninterrupte
 
 TEST_CASE("a sweep whose last cells.jsonl line was cut short (a full disk) resumes and ends on the whole digest") {
   TempDir dir("skewbench-evidir-it");
-  const auto grid = write_grid(dir.path(), small_grid());
-  const auto out = dir.path() / "sweep";
-  REQUIRE(sweep_into(grid, out).exit_code == 0);
-  const auto expected = read_json(out / "sweep.json")["cells_core_digest"];
+  const auto [grid, out, expected] = swept_small_grid(dir.path());
   auto text = read_file(out / "cells.jsonl");
   text.resize(text.size() - 40);  // the last append stopped part-way: no newline
   write_file_atomically(out / "cells.jsonl", text);
@@ -448,10 +450,7 @@ TEST_CASE("a publish journal naming a file outside --out is exit 2, and that fil
 
 TEST_CASE("resume runs the ERROR cells again and refuses another grid") {
   TempDir dir("skewbench-evidir-it");
-  const auto grid = write_grid(dir.path(), small_grid());
-  const auto out = dir.path() / "sweep";
-  REQUIRE(sweep_into(grid, out).exit_code == 0);
-  const auto expected = read_json(out / "sweep.json")["cells_core_digest"];
+  const auto [grid, out, expected] = swept_small_grid(dir.path());
   // Cell 4 as an infrastructure failure would have left it.
   std::ifstream in(out / "cells.jsonl");
   std::string text;

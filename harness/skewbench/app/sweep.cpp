@@ -151,6 +151,7 @@ sweep::SweepSettings cell_settings(const SweepRequest& request, const SweepPlan&
 // What the run of cells needs beside the request.
 struct SweepRun {
   const SweepPlan& plan;
+  const scenario::Scenario& base;  // cell 0's scenario: its dedupe mode is every cell's
   evidence::OutFolder& out;
   sweep::PreviousCells* previous;
   unsigned jobs;
@@ -166,9 +167,7 @@ SweepResult sweep_in_session(const SweepRequest& request, const SweepRun& run, c
   auto services = request.services;
   services.remote_instances = run.jobs;
   services.durability = services.durability.value_or(runner::Durability::throwaway);
-  runner::Session session({.services = services,
-                           .run_id = run_id,
-                           .dedupe_mode = run.plan.grid.cell_scenario(run.plan.grid.cell(0)).dedupe_mode});
+  runner::Session session({.services = services, .run_id = run_id, .dedupe_mode = run.base.dedupe_mode});
   auto env = describe_sweep_environment(request, session, run_id);
   session.close_connections();  // the workers open their own
   if (run.previous) {
@@ -211,9 +210,9 @@ SweepResult run_sweep_cells(const SweepRequest& request, const SweepRun& run, co
 }
 
 // What a sweep cannot vary or run, found before anything starts.
-bool grid_is_sweepable(const SweepRequest& request, const sweep::Grid& grid, Observer& observer) {
-  if (const auto base = grid.cell_scenario(grid.cell(0));
-      base.needs_remote_control() || base.needs_database_control()) {
+bool grid_is_sweepable(const SweepRequest& request, const sweep::Grid& grid, const scenario::Scenario& base,
+                       Observer& observer) {
+  if (base.needs_remote_control() || base.needs_database_control()) {
     // Workers share the services; one cell restarting or hanging them would break the others.
     auto kinds = base.kinds_that(&steps::StepNeeds::remote_control);
     for (auto& kind : base.kinds_that(&steps::StepNeeds::database_control)) kinds.push_back(std::move(kind));
@@ -257,15 +256,15 @@ unsigned sweep_jobs(const SweepRequest& request, const sweep::Grid& grid, Observ
 
 // The checks before anything starts: the flags, the grid and the services.
 // Returns the number of jobs, or 0 (and why).
-unsigned checked_jobs(const SweepRequest& request, const sweep::Grid& grid, Observer& observer) {
+// `base` holds cell 0's scenario.
+unsigned checked_jobs(const SweepRequest& request, const sweep::Grid& grid, const std::vector<scenario::Scenario>& base,
+                      Observer& observer) {
   if (request.out_dir.empty()) {
     observer.say("sweep needs --out DIR (or --dry-run to only list the cells)");
     return 0;
   }
-  if (!grid_is_sweepable(request, grid, observer)) return 0;
+  if (!grid_is_sweepable(request, grid, base.front(), observer)) return 0;
   if (!service_options_are_usable(request.services, observer)) return 0;
-  std::vector<scenario::Scenario> base;
-  base.push_back(grid.cell_scenario(grid.cell(0)));
   if (!remote_modes_match(request.services, base, observer)) return 0;
   return sweep_jobs(request, grid, observer);
 }
@@ -297,7 +296,15 @@ std::optional<SweepPlan> plan_sweep(const std::string& grid_path, const std::str
 SweepResult sweep(const SweepRequest& request, const std::atomic<bool>& stop, Observer& observer) {
   const auto plan = plan_sweep(request.grid_path, request.shard, observer);
   if (!plan) return usage_error();
-  const auto jobs = checked_jobs(request, plan->grid, observer);
+  // Cell 0's scenario, built once: the checks and the session read it.
+  std::vector<scenario::Scenario> base;
+  try {
+    base.push_back(plan->grid.cell_scenario(plan->grid.cell(0)));
+  } catch (const scenario::ScenarioFileError& e) {
+    observer.say(std::string("invalid grid cell: ") + e.what());
+    return usage_error();
+  }
+  const auto jobs = checked_jobs(request, plan->grid, base, observer);
   if (jobs == 0) return usage_error();
   const auto out = open_out_folder({.path = request.out_dir,
                                     .kind = evidence::FolderKind::kSweep,
@@ -309,8 +316,9 @@ SweepResult sweep(const SweepRequest& request, const std::atomic<bool>& stop, Ob
   if (!out) return usage_error();
   std::unique_ptr<sweep::PreviousCells> previous;
   if (request.resume && !(previous = cells_to_resume(out->path(), *plan, observer))) return usage_error();
-  return run_sweep_cells(request, {.plan = *plan, .out = *out, .previous = previous.get(), .jobs = jobs}, stop,
-                         observer);
+  return run_sweep_cells(request,
+                         {.plan = *plan, .base = base.front(), .out = *out, .previous = previous.get(), .jobs = jobs},
+                         stop, observer);
 }
 
 namespace {
