@@ -148,19 +148,19 @@ class CountingRemote final : public infra::RemoteApi {
  public:
   CountingRemote(infra::RemoteApi& inner, Counts& counts, Times& times, CallLog& log)
       : inner_(inner), c_(counts), t_(times), log_(log) {}
-  infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
+  infra::PostExchange post_effect(const infra::PostEffectRequest& r) override {
     log_.push_back({.kind = kHttpPost, .pg_round_trips = 0, .pg_commits = 0, .drop_ack = r.drop_ack});
     return timed(c_, t_, kHttpPost, [&] { return inner_.post_effect(r); });
   }
-  infra::HttpExchange status(const std::string& op, std::int64_t t) override {
+  infra::StatusExchange status(const std::string& op, std::int64_t t) override {
     log_.push_back({.kind = kHttpGet, .pg_round_trips = 0, .pg_commits = 0, .drop_ack = false});
     return timed(c_, t_, kHttpGet, [&] { return inner_.status(op, t); });
   }
-  json health() override {
+  infra::HealthExchange health() override {
     log_.push_back({.kind = kHttpGet, .pg_round_trips = 0, .pg_commits = 0, .drop_ack = false});
     return timed(c_, t_, kHttpGet, [&] { return inner_.health(); });
   }
-  infra::HttpExchange gc(const std::string& op, std::int64_t t) override {
+  infra::GcExchange gc(const std::string& op, std::int64_t t) override {
     log_.push_back({.kind = kHttpPost, .pg_round_trips = 0, .pg_commits = 0, .drop_ack = false});
     return timed(c_, t_, kHttpPost, [&] { return inner_.gc(op, t); });
   }
@@ -683,7 +683,7 @@ int main(int argc, char** argv) {
     runner::Stack stack({database_url, remote_url, std::nullopt, "full", true});
     infra::PgOutbox outbox(stack.database_url(), runner::new_run_id());
     infra::HttpRemote remote(stack.remote_url());
-    const auto health = remote.health();
+    const auto health = remote.health().body;
     std::printf("bench_skewbench  harness %s (%s, %s)  PostgreSQL %s  remote-effect sync %s, SQLite %s  %u CPUs\n",
                 build_info::kVersion, build_info::kGitCommit, build_info::kBuildType,
                 outbox.info().server_version.c_str(), health.value("sync", "?").c_str(),

@@ -108,12 +108,6 @@ Parsed<std::optional<std::int64_t>> fence_epoch(const std::optional<std::string>
 
 }  // namespace
 
-std::string_view status_name(std::size_t effect_count) {
-  if (effect_count == 0) return "absent";
-  if (effect_count == 1) return "committed";
-  return "conflict";
-}
-
 std::optional<std::int64_t> parse_int64(std::string_view text) {
   if (text.empty() || text.front() == '+') return std::nullopt;
   std::int64_t value = 0;

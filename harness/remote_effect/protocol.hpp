@@ -75,9 +75,23 @@ inline constexpr DedupeMode kDefaultDedupeMode = DedupeMode::durable;
 inline std::string_view dedupe_mode_name(DedupeMode mode) { return kDedupeModes.name(mode); }
 inline std::optional<DedupeMode> parse_dedupe_mode(std::string_view text) { return kDedupeModes.parse(text); }
 
-// "absent" (no effect), "committed" (exactly one) or "conflict" (two or more:
-// the operation took effect more than once).
-std::string_view status_name(std::size_t effect_count);
+// How many effects an operation has, as its snapshot's "status" names it.
+enum class OperationStatus {
+  absent,     // no effect
+  committed,  // exactly one
+  conflict,   // two or more: the operation took effect more than once
+};
+inline constexpr auto kOperationStatuses = vocabulary<OperationStatus>({{OperationStatus::absent, "absent"},
+                                                                        {OperationStatus::committed, "committed"},
+                                                                        {OperationStatus::conflict, "conflict"}});
+constexpr OperationStatus operation_status(std::size_t effect_count) {
+  if (effect_count == 0) return OperationStatus::absent;
+  return effect_count == 1 ? OperationStatus::committed : OperationStatus::conflict;
+}
+// "absent", "committed" or "conflict".
+inline std::string_view status_name(std::size_t effect_count) {
+  return kOperationStatuses.name(operation_status(effect_count));
+}
 
 // Parses a full-string base-10 int64: an optional '-' and digits, nothing else
 // (no '+', no spaces, no trailing junk), and no overflow.

@@ -106,7 +106,7 @@ std::string post_into_killed_remote(Remote& remote, infra::HttpRemote& client, c
   auto sent = std::async(std::launch::async, [&] {
     try {
       const auto ex = client.post_effect(r);
-      return "returned " + std::string(infra::to_string(ex.outcome));
+      return "returned " + std::string(infra::to_string(ex.transport_outcome()));
     } catch (const InfrastructureError& e) {
       return std::string("threw ") + e.what();
     }
@@ -130,16 +130,14 @@ class KillDuringPost final : public infra::ForwardingRemote {
   KillDuringPost(Remote& remote, int post_index)
       : KillDuringPost(remote, post_index, std::make_unique<infra::HttpRemote>(remote.process.base_url())) {}
 
-  infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
+  infra::PostExchange post_effect(const infra::PostEffectRequest& r) override {
     if (posts_++ != post_index_) return client_->post_effect(r);
     std::string outcome = post_into_killed_remote(remote_, *client_, r);
     remote_.process.restart();  // from this thread, which outlives the service
     client_ = std::make_unique<infra::HttpRemote>(remote_.process.base_url());
     forward_to(*client_);
     if (outcome.rfind("threw ", 0) == 0) throw InfrastructureError(outcome.substr(6));
-    infra::HttpExchange ex;
-    ex.outcome = infra::TransportOutcome::AckUnknown;
-    return ex;
+    return infra::read_post({}, infra::TransportOutcome::AckUnknown, "POST /effects");
   }
 
  private:

@@ -57,13 +57,11 @@ class FakeRemote final : public infra::RemoteApi {
     return boot_id;
   }
 
-  infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
+  infra::PostExchange post_effect(const infra::PostEffectRequest& r) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
     if (lose_next_post) {
       lose_next_post = false;
-      infra::HttpExchange lost;
-      lost.outcome = infra::TransportOutcome::AckUnknown;
-      return lost;
+      return infra::read_post({}, infra::TransportOutcome::AckUnknown, "POST /effects");
     }
     if (restart_after_next_post) {
       restart_after_next_post = false;
@@ -81,44 +79,47 @@ class FakeRemote final : public infra::RemoteApi {
         parse_or_throw(protocol::parse_post_request({headers.begin(), headers.end()}, r.body, kDefaultTtlS));
     const auto result = store_->post(request);
     if (result.delivery == protocol::Delivery::fenced_out) {
-      return answer(std::move(ex), 409, protocol::fenced_out_json(*request.fence_epoch, result.state.temporal_epoch),
+      return posted(std::move(ex), 409, protocol::fenced_out_json(*request.fence_epoch, result.state.temporal_epoch),
                     infra::TransportOutcome::FencedOut);
     }
     if (protocol::is_refusal(result.delivery)) {
       const auto refusal = protocol::refusal_error(result.delivery);
-      return answer(std::move(ex), refusal.http_status, refusal.to_json(), infra::TransportOutcome::Rejected);
+      return posted(std::move(ex), refusal.http_status, refusal.to_json(), infra::TransportOutcome::Rejected);
     }
     if (r.drop_ack || vanish_next_answer) {
       if (!r.drop_ack) vanish_next_answer = false;
-      ex.outcome = infra::TransportOutcome::AckUnknown;
-      return ex;
+      return infra::read_post(std::move(ex), infra::TransportOutcome::AckUnknown, "POST /effects");
     }
-    return answer(std::move(ex), 200, protocol::post_json(request, result.delivery, result.state, boot_id, mode_),
+    return posted(std::move(ex), 200, protocol::post_json(request, result.delivery, result.state, boot_id, mode_),
                   infra::TransportOutcome::AckReceived);
   }
 
-  infra::HttpExchange status(const std::string& operation_id, std::int64_t t) override {
+  infra::StatusExchange status(const std::string& operation_id, std::int64_t t) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
     const auto headers = protocol::logical_time_headers(t);
     infra::HttpExchange ex;
     ex.request = {{"method", "GET"}, {"path", "/status/" + operation_id}, {"headers", headers_json(headers)}};
     const auto request = parse_or_throw(protocol::parse_status_request(operation_id, {headers.begin(), headers.end()}));
-    return answer(
-        std::move(ex), 200,
-        protocol::snapshot_json(operation_id, request.evaluation_time_s, store_->read(operation_id), boot_id, mode_),
-        infra::TransportOutcome::AckReceived);
+    return infra::read_status(answered(std::move(ex), 200,
+                                       protocol::snapshot_json(operation_id, request.evaluation_time_s,
+                                                               store_->read(operation_id), boot_id, mode_)),
+                              "GET /status");
   }
 
-  nlohmann::json health() override { return {{"status", "ok"}, {"boot_id", boot_id}}; }
+  infra::HealthExchange health() override {
+    return infra::read_health(
+        {{"status", "ok"}, {"boot_id", boot_id}, {"idempotency_mode", protocol::dedupe_mode_name(mode_)}},
+        "GET /health");
+  }
 
-  infra::HttpExchange gc(const std::string& operation_id, std::int64_t t) override {
+  infra::GcExchange gc(const std::string& operation_id, std::int64_t t) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
     const auto headers = protocol::logical_time_headers(t);
     infra::HttpExchange ex;
     ex.request = {{"method", "POST"}, {"path", "/maintenance/gc/" + operation_id}, {"headers", headers_json(headers)}};
     const auto request = parse_or_throw(protocol::parse_gc_request(operation_id, {headers.begin(), headers.end()}));
-    return answer(std::move(ex), 200, protocol::gc_json(request, store_->gc(request)),
-                  infra::TransportOutcome::AckReceived);
+    return infra::read_gc(answered(std::move(ex), 200, protocol::gc_json(request, store_->gc(request))),
+                          "POST /maintenance/gc");
   }
 
  private:
@@ -146,12 +147,14 @@ class FakeRemote final : public infra::RemoteApi {
     return std::get<T>(parsed);
   }
 
-  static infra::HttpExchange answer(infra::HttpExchange ex, int http_status, nlohmann::json body,
-                                    infra::TransportOutcome outcome) {
+  static infra::HttpExchange answered(infra::HttpExchange ex, int http_status, nlohmann::json body) {
     ex.http_status = http_status;
     ex.response_body = std::move(body);
-    ex.outcome = outcome;
     return ex;
+  }
+  static infra::PostExchange posted(infra::HttpExchange ex, int http_status, nlohmann::json body,
+                                    infra::TransportOutcome outcome) {
+    return infra::read_post(answered(std::move(ex), http_status, std::move(body)), outcome, "POST /effects");
   }
 
   TempDir dir_{"skewbench-fake-remote"};

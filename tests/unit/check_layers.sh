@@ -12,7 +12,7 @@
 #   remote_effect/   includes common/ and remote_effect/
 #   skewbench/LAYER  includes common/, its own layer and the layers before it in
 #                    the order below; of remote_effect/ only the protocol
-#                    (protocol.hpp) and, from runner on, the launcher; and evidence, report and compare include no
+#                    (protocol.hpp, answers.hpp) and, from runner on, the launcher; and evidence, report and compare include no
 #                    infra adapter (they take plain descriptions instead)
 # The build enforces the order too (each layer's library sees only the headers
 # of the layers it links); this check names the file, line and include.
@@ -59,7 +59,7 @@ judge() {
   elif [[ $folder == common ]]; then
     return
   elif [[ $folder == remote_effect ]]; then
-    if [[ $target == remote_effect/protocol.hpp ]]; then
+    if [[ $target == remote_effect/protocol.hpp || $target == remote_effect/answers.hpp ]]; then
       return
     elif [[ $target != remote_effect/launcher.hpp ]]; then
       reason="the driver uses only the protocol and the launcher of remote-effect, never the service"

@@ -45,7 +45,7 @@ runner::ScenarioResult errored(const scenario::Scenario& s, const std::string& e
   r.scenario_id = s.id;
   r.policy = std::string(s.policy->name());
   r.error = error;
-  r.final_measurement = nullptr;
+  r.final_measurement = std::nullopt;
   for (const auto& e : s.expectations) r.checks.push_back({e.id, e.expected, nullptr, false, false});
   return r;
 }

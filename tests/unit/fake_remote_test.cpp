@@ -7,6 +7,7 @@
 #include "support/fakes.hpp"
 
 using namespace skewbench;
+namespace re = skewbench::remote_effect;
 
 namespace {
 
@@ -27,14 +28,14 @@ TEST_CASE("the fake deduplicates an active key and applies it again at exactly i
   testing::FakeRemote remote;
   const auto first = remote.post_effect(post("op-1", "k", 0));
   CHECK(first.http_status == 200);
-  CHECK(first.response_body["delivery"] == "applied");
+  CHECK(first.answer.delivery == re::Delivery::applied);
   const auto again = remote.post_effect(post("op-1", "k", 59));
-  CHECK(again.response_body["delivery"] == "deduplicated");
-  CHECK(again.response_body["effect_count"] == 1);
+  CHECK(again.answer.delivery == re::Delivery::deduplicated);
+  CHECK(again.answer.snapshot.effect_count == 1);
   const auto expired = remote.post_effect(post("op-1", "k", 60));
-  CHECK(expired.response_body["delivery"] == "applied");
-  CHECK(expired.response_body["status"] == "conflict");
-  CHECK(expired.response_body["post_requests"] == 3);
+  CHECK(expired.answer.delivery == re::Delivery::applied);
+  CHECK(expired.answer.snapshot.status == re::OperationStatus::conflict);
+  CHECK(expired.answer.snapshot.post_requests == 3);
 }
 
 TEST_CASE("the fake answers 409 when another operation holds the active key, and counts nothing") {
@@ -42,11 +43,11 @@ TEST_CASE("the fake answers 409 when another operation holds the active key, and
   remote.post_effect(post("op-1", "shared", 0));
   const auto refused = remote.post_effect(post("op-2", "shared", 30));
   CHECK(refused.http_status == 409);
-  CHECK(refused.outcome == infra::TransportOutcome::Rejected);
-  CHECK(refused.response_body["error"] == "active_idempotency_key_reused_for_different_operation");
+  CHECK(refused.transport_outcome() == infra::TransportOutcome::Rejected);
+  CHECK(refused.answer.error == "active_idempotency_key_reused_for_different_operation");
   const auto status = remote.status("op-2", 30);
-  CHECK(status.response_body["status"] == "absent");
-  CHECK(status.response_body["post_requests"] == 0);
+  CHECK(status.answer.status == re::OperationStatus::absent);
+  CHECK(status.answer.post_requests == 0);
 }
 
 TEST_CASE("the fake answers 422 when the same operation sends another payload under its active key") {
@@ -54,25 +55,25 @@ TEST_CASE("the fake answers 422 when the same operation sends another payload un
   remote.post_effect(post("op-1", "k", 0));
   const auto refused = remote.post_effect(post("op-1", "k", 10, "{\"amount\":2}"));
   CHECK(refused.http_status == 422);
-  CHECK(refused.outcome == infra::TransportOutcome::Rejected);
-  CHECK(refused.response_body["error"] == "idempotency_key_reused_with_different_payload");
-  CHECK(remote.status("op-1", 10).response_body["post_requests"] == 1);
+  CHECK(refused.transport_outcome() == infra::TransportOutcome::Rejected);
+  CHECK(refused.answer.error == "idempotency_key_reused_with_different_payload");
+  CHECK(remote.status("op-1", 10).answer.post_requests == 1);
 }
 
 TEST_CASE("the fake fences out a POST carrying a stale temporal epoch after a collection raised it") {
   testing::FakeRemote remote;
   remote.post_effect(post("op-1", "k", 0));
   const auto gc = remote.gc("op-1", 60);  // exactly at expiry: collected
-  CHECK(gc.response_body["removed_records"] == 1);
-  CHECK(gc.response_body["temporal_epoch_after"] == 2);
+  CHECK(gc.answer.removed_records == 1);
+  CHECK(gc.answer.temporal_epoch_after == 2);
   auto stale = post("op-1", "k", 61);
   stale.expected_temporal_epoch = 1;
   const auto fenced = remote.post_effect(stale);
   CHECK(fenced.http_status == 409);
-  CHECK(fenced.outcome == infra::TransportOutcome::FencedOut);
-  CHECK(fenced.response_body["delivery"] == "fenced_out");
-  CHECK(fenced.response_body["current_temporal_epoch"] == 2);
-  CHECK(remote.status("op-1", 61).response_body["effect_count"] == 1);
+  CHECK(fenced.transport_outcome() == infra::TransportOutcome::FencedOut);
+  CHECK(fenced.answer.delivery == re::Delivery::fenced_out);
+  CHECK(fenced.answer.current_temporal_epoch == 2);
+  CHECK(remote.status("op-1", 61).answer.effect_count == 1);
 }
 
 TEST_CASE("the fake refuses a request the service would refuse, as the driver's client reports it") {

@@ -74,11 +74,12 @@ TEST_CASE("declared_authority policy ignores the node's clock and replays at the
   CHECK(evaluate(behind, 100, 0, 60).state == TemporalState::Active);  // the authority reads 10
 }
 
-TEST_CASE("reconcile completes on committed, replays on absent, escalates on anything else") {
-  CHECK(reconcile("committed") == ReconcileAction::CompleteWithoutReplay);
-  CHECK(reconcile("absent") == ReconcileAction::ReplayAfterReconcile);
-  CHECK(reconcile("conflict") == ReconcileAction::HoldAndEscalate);
-  CHECK(reconcile("something-new") == ReconcileAction::HoldAndEscalate);
+TEST_CASE("reconcile completes on one remote effect, replays on none, escalates on a conflict") {
+  CHECK(reconcile(1) == ReconcileAction::CompleteWithoutReplay);
+  CHECK(reconcile(0) == ReconcileAction::ReplayAfterReconcile);
+  CHECK(reconcile(2) == ReconcileAction::HoldAndEscalate);
+  CHECK(reconcile(17) == ReconcileAction::HoldAndEscalate);
+  CHECK(reconcile(-1) == ReconcileAction::HoldAndEscalate);
 }
 
 TEST_CASE("the policy registry rejects unknown names, unknown parameters and duplicate registrations") {

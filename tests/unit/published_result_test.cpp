@@ -220,7 +220,7 @@ TEST_CASE("RESULT.md and the console say which published checks did not run") {
 TEST_CASE("a published section that ended in ERROR leaves its checks in error, never failed or passed") {
   auto run = run_on_fakes(shipped_documents());
   run.results[1].error = "PostgreSQL went away";
-  run.results[1].final_measurement = nullptr;
+  run.results[1].final_measurement = std::nullopt;
   const auto published = run.published();
   const auto& c = check_by_id(published, "declared_clock_authority_deduplicates_despite_local_disagreement");
   CHECK(c["status"] == "error");

@@ -40,18 +40,18 @@ runner::ScenarioResult run_with_remote(testing::FakeRemote& remote, const std::s
 TEST_CASE("the three #018 scenarios reach their published outcomes under the fakes") {
   const auto unsafe = run_with_fakes(shipped("018-unsafe-node-local.json"));
   CHECK(unsafe.verdict == runner::Verdict::Conflict);
-  CHECK(unsafe.final_measurement["effect_count"] == 2);
+  CHECK(unsafe.final_measurement->remote.effect_count == 2);
   CHECK(unsafe.pass);
 
   const auto authority = run_with_fakes(shipped("018-declared-authority.json"));
   CHECK(authority.verdict == runner::Verdict::Safe);
-  CHECK(authority.final_measurement["post_requests"] == 2);
+  CHECK(authority.final_measurement->remote.post_requests == 2);
   CHECK(authority.pass);
 
   const auto guard = run_with_fakes(shipped("018-uncertainty.json"));
   CHECK(guard.verdict == runner::Verdict::Held);
   CHECK(guard.temporal_state() == "TIME_UNKNOWN");
-  CHECK(guard.final_measurement["post_requests"] == 1);
+  CHECK(guard.final_measurement->remote.post_requests == 1);
   CHECK(guard.pass);
 }
 
@@ -104,14 +104,17 @@ std::vector<runner::StepRecord> one_recovery(steps::RecoveryResult recovery) {
 
 TEST_CASE("verdicts are computed from the closing measurement") {
   const std::vector<runner::StepRecord> no_refusal;
-  const json delivered_once = {{"effect_count", 1}, {"outbox_status", "delivered"}};
-  CHECK(runner::compute_verdict({{"effect_count", 2}, {"outbox_status", "delivered"}}, no_refusal) ==
-        runner::Verdict::Conflict);
+  const auto measured = [](std::int64_t effects, const char* outbox_status) {
+    runner::FinalMeasurement f;
+    f.remote.effect_count = effects;
+    f.outbox_status = outbox_status;
+    return std::optional(f);
+  };
+  const auto delivered_once = measured(1, "delivered");
+  CHECK(runner::compute_verdict(measured(2, "delivered"), no_refusal) == runner::Verdict::Conflict);
   CHECK(runner::compute_verdict(delivered_once, no_refusal) == runner::Verdict::Safe);
-  CHECK(runner::compute_verdict({{"effect_count", 1}, {"outbox_status", "pending"}}, no_refusal) ==
-        runner::Verdict::Held);
-  CHECK(runner::compute_verdict({{"effect_count", 0}, {"outbox_status", "pending"}}, no_refusal) ==
-        runner::Verdict::Held);
+  CHECK(runner::compute_verdict(measured(1, "pending"), no_refusal) == runner::Verdict::Held);
+  CHECK(runner::compute_verdict(measured(0, "pending"), no_refusal) == runner::Verdict::Held);
   using policy::Decision;
   using policy::ReconcileAction;
   using policy::TemporalState;
@@ -127,7 +130,7 @@ TEST_CASE("verdicts are computed from the closing measurement") {
   CHECK(runner::compute_verdict(delivered_once, one_recovery(time_unknown)) == runner::Verdict::Held);
   CHECK(runner::compute_verdict(delivered_once, one_recovery(escalated)) == runner::Verdict::Held);
   CHECK(runner::compute_verdict(delivered_once, one_recovery(reconciled)) == runner::Verdict::Safe);
-  CHECK(runner::compute_verdict(nullptr, no_refusal) == runner::Verdict::Error);
+  CHECK(runner::compute_verdict(std::nullopt, no_refusal) == runner::Verdict::Error);
 }
 
 TEST_CASE("the core digest ignores run ids and timings but not outcomes") {
@@ -138,7 +141,7 @@ TEST_CASE("the core digest ignores run ids and timings but not outcomes") {
   CHECK(json_digest(evidence::scenario_core(s, a)) == json_digest(evidence::scenario_core(s, b)));
 
   auto changed = b;
-  changed.final_measurement["effect_count"] = 1;
+  changed.final_measurement->remote.effect_count = 1;
   CHECK(json_digest(evidence::scenario_core(s, a)) != json_digest(evidence::scenario_core(s, changed)));
 }
 
@@ -210,7 +213,7 @@ TEST_CASE("a remote that restarted without a restart_remote step is ERROR") {
 TEST_CASE("the remote ledger names every counter that disagrees") {
   infra::RemoteLedger ledger{.boot_id = "a", .post_requests = 2, .ack_drops = 1};
   infra::RemoteSnapshot snapshot;
-  snapshot.status = "committed";
+  snapshot.status = remote_effect::OperationStatus::committed;
   snapshot.post_requests = 2;
   snapshot.ack_drops = 1;
   snapshot.boot_id = "a";

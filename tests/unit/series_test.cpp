@@ -39,15 +39,19 @@ const json& observed(const runner::ScenarioResult& r, std::size_t step) { return
 class LosingRemote final : public infra::ForwardingRemote {
  public:
   LosingRemote() : ForwardingRemote(inner) {}
-  infra::HttpExchange post_effect(const infra::PostEffectRequest& r) override {
-    if (lost_ > 0) return logged(inner.post_effect(r));
+  infra::PostExchange post_effect(const infra::PostEffectRequest& r) override {
+    if (lost_ > 0) {
+      auto ex = inner.post_effect(r);
+      return infra::read_post(logged(ex), ex.transport_outcome(), "POST /effects");
+    }
     ++lost_;
     infra::HttpExchange ex;
     ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", {{"Idempotency-Key", r.idempotency_key}}}};
-    ex.outcome = infra::TransportOutcome::AckUnknown;
-    return ex;
+    return infra::read_post(std::move(ex), infra::TransportOutcome::AckUnknown, "POST /effects");
   }
-  infra::HttpExchange status(const std::string& op, std::int64_t t) override { return logged(inner.status(op, t)); }
+  infra::StatusExchange status(const std::string& op, std::int64_t t) override {
+    return infra::read_status(logged(inner.status(op, t)), "GET /status");
+  }
 
   testing::FakeRemote inner;
 
@@ -142,7 +146,7 @@ TEST_CASE("reconcile_first: committed completes without a replay") {
   CHECK(o["reconciled_status"] == "committed");
   CHECK(o["reconcile_action"] == "COMPLETE_WITHOUT_REPLAY");
   CHECK(o["replayed"] == false);
-  CHECK(r.final_measurement["post_requests"] == 1);
+  CHECK(r.final_measurement->remote.post_requests == 1);
   CHECK(r.verdict == runner::Verdict::Safe);
 }
 
@@ -154,7 +158,7 @@ TEST_CASE("reconcile_first: absent replays after reconciling") {
   CHECK(o["reconcile_action"] == "REPLAY_AFTER_RECONCILE");
   CHECK(o["replayed"] == true);
   CHECK(o["delivery"] == "applied");
-  CHECK(r.final_measurement["effect_count"] == 1);
+  CHECK(r.final_measurement->remote.effect_count == 1);
   CHECK(r.verdict == runner::Verdict::Safe);
 }
 
@@ -169,7 +173,7 @@ TEST_CASE("reconcile_first: anything else holds and escalates without a replay")
   CHECK(o["reconciled_status"] == "conflict");
   CHECK(o["reconcile_action"] == "HOLD_AND_ESCALATE");
   CHECK(o["replayed"] == false);
-  CHECK(r.final_measurement["post_requests"] == 2);
+  CHECK(r.final_measurement->remote.post_requests == 2);
 }
 
 TEST_CASE("steps keep their order: one commit, before any delivery, and recovery after a delivery") {
@@ -244,8 +248,8 @@ TEST_CASE("gc removes the expired record and advances the epoch; the fenced repl
   CHECK(recovery["fence_error"] == "temporal_epoch_mismatch");
   CHECK(recovery["bound_temporal_epoch"] == gc["temporal_epoch_before"]);
   CHECK(recovery["reconcile_action"] == "COMPLETE_WITHOUT_REPLAY");
-  CHECK(r.final_measurement["effect_count"] == 1);
-  CHECK(r.final_measurement["outbox_status"] == "delivered");
+  CHECK(r.final_measurement->remote.effect_count == 1);
+  CHECK(r.final_measurement->outbox_status == "delivered");
   CHECK(r.verdict == runner::Verdict::Safe);
   CHECK(r.pass);
 }
@@ -253,7 +257,7 @@ TEST_CASE("gc removes the expired record and advances the epoch; the fenced repl
 TEST_CASE("without a fence the same purge and rollback duplicates the effect") {
   const auto r = run_with_fakes(shipped("019-purge-then-rollback.json"));
   REQUIRE(r.error == std::nullopt);
-  CHECK(r.final_measurement["effect_count"] == 2);
+  CHECK(r.final_measurement->remote.effect_count == 2);
   CHECK(r.verdict == runner::Verdict::Conflict);
   CHECK(r.pass);
 }

@@ -38,9 +38,7 @@ std::string painted(const std::string& s, std::size_t width, const char* colour,
   return colour + s + kReset + pad("", width > s.size() ? width - s.size() : 0);
 }
 
-json final_of(const runner::ScenarioResult& r) {
-  return r.final_measurement.is_object() ? r.final_measurement : json::object();
-}
+json final_of(const runner::ScenarioResult& r) { return r.final_measurement ? r.final_json() : json::object(); }
 
 // The failed check's observed value as a reader needs it.
 std::string observed_text(const runner::CheckResult& c) {

@@ -126,7 +126,7 @@ json core_of(const json& input, const Timeline& timeline, const json& final_meas
 json scenario_core(const scenario::Scenario& s, const runner::ScenarioResult& r) {
   json checks = json::array();
   for (const auto& c : r.checks) checks.push_back(check_json(c));
-  return core_of(s.document, r.timeline, r.final_measurement, checks, r.verdict, r.error.has_value(), r.pass);
+  return core_of(s.document, r.timeline, r.final_json(), checks, r.verdict, r.error.has_value(), r.pass);
 }
 
 json scenario_core_of_evidence(const json& evidence) {
@@ -135,7 +135,7 @@ json scenario_core_of_evidence(const json& evidence) {
 }
 
 json outcome_row(const runner::ScenarioResult& r) {
-  const json f = r.final_measurement.is_object() ? r.final_measurement : json::object();
+  const json f = r.final_measurement ? r.final_json() : json::object();
   return {{"id", r.scenario_id},
           {"policy", r.policy},
           {"temporal_state", r.temporal_state()},
@@ -242,7 +242,7 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
                            {"operation_id", r.operation_id},
                            {"idempotency_key", r.idempotency_key},
                            {"timeline", runner::to_json(r.timeline)},
-                           {"final", r.final_measurement},
+                           {"final", r.final_json()},
                            {"checks", checks},
                            {"verdict", r.verdict},
                            {"error", r.error ? json(*r.error) : json(nullptr)},

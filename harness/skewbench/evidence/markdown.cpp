@@ -60,7 +60,7 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
   md << "| scenario | policy | temporal state | decision | POSTs | effects | final status | verdict | pass |\n";
   md << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
-    const json row_final = r.final_measurement.is_object() ? r.final_measurement : json::object();
+    const json row_final = r.final_measurement ? r.final_json() : json::object();
     md << "| " << r.scenario_id << " | " << r.policy << " | " << cell(r.temporal_state()) << " | " << cell(r.decision())
        << " | " << cell(row_final.value("post_requests", json(nullptr))) << " | "
        << cell(row_final.value("effect_count", json(nullptr))) << " | "

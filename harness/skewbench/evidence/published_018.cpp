@@ -22,7 +22,10 @@ inline constexpr const char* kGuard = "safe_skew_guard";
 
 json recovery_field(const SectionRun& run, const char* name) { return field_of(run.recovery(), name); }
 
-json final_field(const SectionRun& run, const char* name) { return field_of(&run.final_measurement(), name); }
+json final_field(const SectionRun& run, const char* name) {
+  const auto final_measurement = run.final_measurement();
+  return field_of(&final_measurement, name);
+}
 
 json observed_by_node(const SectionRun& run, std::size_t node_index, const char* name) {
   const auto node = run.node_id(node_index);

@@ -54,12 +54,12 @@ json section_json(const PublishedSection& section, const SectionRun& run) {
     out["temporal_state"] = (*recovery)["temporal_state"];
     out["decision"] = (*recovery)["decision"];
   }
-  if (r.final_measurement.is_object()) {
-    const auto& f = r.final_measurement;
-    for (const char* field : {"post_requests", "effect_count", "ack_drops", "outbox_status"}) {
-      out[field] = f.value(field, json(nullptr));
-    }
-    out["final_status"] = f.value("status", json(nullptr));
+  if (const auto& f = r.final_measurement) {
+    out["post_requests"] = f->remote.post_requests;
+    out["effect_count"] = f->remote.effect_count;
+    out["ack_drops"] = f->remote.ack_drops;
+    out["outbox_status"] = f->outbox_status;
+    out["final_status"] = remote_effect::kOperationStatuses.name(f->remote.status);
   }
   const auto published = section.fields(run);
   for (const auto& [name, value] : published.items()) out[name] = value;

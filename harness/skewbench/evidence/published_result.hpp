@@ -69,7 +69,7 @@ struct SectionRun {
   nlohmann::json relative_to_t0(const nlohmann::json& value) const;
   // The Idempotency-Key of every POST the scenario made, in order.
   std::vector<std::string> post_keys() const;
-  const nlohmann::json& final_measurement() const { return result->final_measurement; }
+  nlohmann::json final_measurement() const { return result->final_json(); }
 };
 
 using SectionRuns = std::map<std::string, SectionRun, std::less<>>;

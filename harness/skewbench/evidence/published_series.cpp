@@ -16,7 +16,10 @@ using nlohmann::json;
 
 // --- reading a section's run -----------------------------------------------
 
-json final_field(const SectionRun& run, const char* name) { return field_of(&run.final_measurement(), name); }
+json final_field(const SectionRun& run, const char* name) {
+  const auto final_measurement = run.final_measurement();
+  return field_of(&final_measurement, name);
+}
 
 json recovery_field(const SectionRun& run, const char* name) { return field_of(run.recovery(), name); }
 
@@ -109,7 +112,7 @@ json final_outbox(const SectionRun& run) {
 
 json final_counts(const SectionRun& run) { return remote_counts(run.final_measurement()); }
 
-const json& effects(const SectionRun& run) { return run.final_measurement()["effect_count"]; }
+json effects(const SectionRun& run) { return run.final_measurement()["effect_count"]; }
 
 CheckOutcome no_step(const char* section, const char* kind) {
   return {false, {{"section", section}, {"reason", std::string("no ") + kind + " step ran"}}};

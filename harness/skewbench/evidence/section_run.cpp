@@ -11,9 +11,7 @@ json field_of(const json* object, const char* name) {
   return object && object->is_object() ? object->value(name, json(nullptr)) : json(nullptr);
 }
 
-bool SectionRun::errored() const {
-  return ran() && (result->error.has_value() || !result->final_measurement.is_object());
-}
+bool SectionRun::errored() const { return ran() && (result->error.has_value() || !result->final_measurement); }
 
 const runner::StepRecord* SectionRun::recovery_step() const {
   if (!ran()) return nullptr;

@@ -101,7 +101,7 @@ std::string HttpRemote::describe_failure(int error, std::int64_t waited_us) cons
 
 HttpRemote::~HttpRemote() = default;
 
-HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
+PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
   const auto headers = to_httplib(protocol::post_effect_headers({.operation_id = r.operation_id,
                                                                  .idempotency_key = r.idempotency_key,
                                                                  .ttl_s = r.ttl_s,
@@ -121,9 +121,8 @@ HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
     // connection without a byte. The caller checks the remote's request log,
     // since a reset before the remote read the request looks the same here.
     if (r.drop_ack && closed_before_timeout) {
-      ex.outcome = TransportOutcome::AckUnknown;
       ex.response_body = nullptr;
-      return ex;
+      return read_post(std::move(ex), TransportOutcome::AckUnknown, "POST /effects");
     }
     throw InfrastructureError("POST " + base_url_ + "/effects" + (r.drop_ack ? " (X-Drop-Ack: 1)" : "") + ": " +
                               describe_failure(static_cast<int>(err), ex.duration_us) +
@@ -131,20 +130,18 @@ HttpExchange HttpRemote::post_effect(const PostEffectRequest& r) {
   }
   ex.http_status = res->status;
   ex.response_body = parse_body(res->body, "POST /effects");
-  if (res->status == 200) {
-    ex.outcome = TransportOutcome::AckReceived;
-  } else if (res->status == 409 && ex.response_body.is_object() &&
-             ex.response_body.value("delivery", "") == protocol::kDeliveryFencedOut) {
-    ex.outcome = TransportOutcome::FencedOut;
-  } else if (res->status == 409 || res->status == 422) {
-    ex.outcome = TransportOutcome::Rejected;
-  } else {
+  if (res->status != 200 && res->status != 409 && res->status != 422) {
     throw InfrastructureError("POST /effects answered " + std::to_string(res->status) + ": " + res->body);
   }
-  return ex;
+  auto posted = read_post(std::move(ex), TransportOutcome::AckReceived, "POST /effects");
+  if (res->status != 200) {
+    const bool fenced = res->status == 409 && posted.answer.delivery == protocol::Delivery::fenced_out;
+    posted.outcome = fenced ? TransportOutcome::FencedOut : TransportOutcome::Rejected;
+  }
+  return posted;
 }
 
-HttpExchange HttpRemote::status(const std::string& operation_id, std::int64_t logical_time_s) {
+StatusExchange HttpRemote::status(const std::string& operation_id, std::int64_t logical_time_s) {
   const auto headers = to_httplib(protocol::logical_time_headers(logical_time_s));
   const std::string path = "/status/" + operation_id;
   HttpExchange ex;
@@ -161,10 +158,10 @@ HttpExchange HttpRemote::status(const std::string& operation_id, std::int64_t lo
   }
   ex.http_status = res->status;
   ex.response_body = parse_body(res->body, "GET /status");
-  return ex;
+  return read_status(std::move(ex), "GET " + path);
 }
 
-HttpExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logical_time_s) {
+GcExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logical_time_s) {
   const auto headers = to_httplib(protocol::logical_time_headers(logical_time_s));
   const std::string path = "/maintenance/gc/" + operation_id;
   HttpExchange ex;
@@ -178,11 +175,10 @@ HttpExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logica
   }
   ex.http_status = res->status;
   ex.response_body = parse_body(res->body, "POST /maintenance/gc");
-  if (!ex.response_body.is_object()) throw InfrastructureError("POST /maintenance/gc answered a non-object");
-  return ex;
+  return read_gc(std::move(ex), "POST " + path);
 }
 
-nlohmann::json HttpRemote::health() {
+HealthExchange HttpRemote::health() {
   const auto start = Clock::now();
   auto res = client_->Get("/health");
   if (!res) {
@@ -190,7 +186,7 @@ nlohmann::json HttpRemote::health() {
                               "/health: " + describe_failure(static_cast<int>(res.error()), micros_since(start)));
   }
   if (res->status != 200) throw InfrastructureError("GET /health answered " + std::to_string(res->status));
-  return parse_body(res->body, "GET /health");
+  return read_health(parse_body(res->body, "GET /health"), "GET /health");
 }
 
 }  // namespace skewbench::infra

@@ -40,10 +40,10 @@ class HttpRemote final : public RemoteApi {
   explicit HttpRemote(const std::string& base_url, HttpTimeouts timeouts = {});
   ~HttpRemote() override;
 
-  HttpExchange post_effect(const PostEffectRequest& request) override;
-  HttpExchange status(const std::string& operation_id, std::int64_t logical_time_s) override;
-  nlohmann::json health() override;
-  HttpExchange gc(const std::string& operation_id, std::int64_t logical_time_s) override;
+  PostExchange post_effect(const PostEffectRequest& request) override;
+  StatusExchange status(const std::string& operation_id, std::int64_t logical_time_s) override;
+  HealthExchange health() override;
+  GcExchange gc(const std::string& operation_id, std::int64_t logical_time_s) override;
 
   const std::string& base_url() const { return base_url_; }
 

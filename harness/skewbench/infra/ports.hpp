@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/vocabulary.hpp"
+#include "remote_effect/answers.hpp"
 
 namespace skewbench::infra {
 
@@ -46,24 +47,54 @@ struct HttpExchange {
   nlohmann::json request;          // method, path, headers
   std::optional<int> http_status;  // absent when no response arrived
   nlohmann::json response_body;    // null when no response arrived
-  TransportOutcome outcome = TransportOutcome::AckReceived;
+  // How a POST /effects ended; nullopt for the requests that only read or
+  // collect, which either answer or throw.
+  std::optional<TransportOutcome> outcome;
   std::int64_t duration_us = 0;  // wall time; never part of the core digest
+
+  // The exchange as the evidence's timeline records it.
+  nlohmann::json to_json() const;
 };
+
+// An exchange and its answer, read by the protocol's reader. The raw exchange
+// stays for the evidence; the steps act on the typed answer.
+struct PostExchange : HttpExchange {
+  remote_effect::PostAnswer answer;  // every field absent when no answer arrived
+  TransportOutcome transport_outcome() const { return outcome.value_or(TransportOutcome::AckUnknown); }
+};
+struct StatusExchange : HttpExchange {
+  remote_effect::StatusAnswer answer;
+};
+struct GcExchange : HttpExchange {
+  remote_effect::GcAnswer answer;
+};
+struct HealthExchange {
+  nlohmann::json body;  // as the remote wrote it (the evidence keeps it whole)
+  remote_effect::HealthAnswer answer;
+};
+
+// Read the answer of an exchange with the protocol's reader; throw
+// InfrastructureError naming `what` (e.g. "GET /status/op") when it is
+// malformed.
+PostExchange read_post(HttpExchange exchange, TransportOutcome outcome, const std::string& what);
+StatusExchange read_status(HttpExchange exchange, const std::string& what);
+GcExchange read_gc(HttpExchange exchange, const std::string& what);
+HealthExchange read_health(nlohmann::json body, const std::string& what);
 
 class RemoteApi {
  public:
   virtual ~RemoteApi() = default;
   // Throws InfrastructureError when the remote is unreachable or answers with a
   // status outside the protocol (anything but 200, 409, 422).
-  virtual HttpExchange post_effect(const PostEffectRequest& request) = 0;
+  virtual PostExchange post_effect(const PostEffectRequest& request) = 0;
   // GET /status/{operation_id} at a logical time. Throws InfrastructureError
   // unless the answer is a 200 snapshot.
-  virtual HttpExchange status(const std::string& operation_id, std::int64_t logical_time_s) = 0;
-  virtual nlohmann::json health() = 0;
+  virtual StatusExchange status(const std::string& operation_id, std::int64_t logical_time_s) = 0;
+  virtual HealthExchange health() = 0;
   // POST /maintenance/gc/{operation_id} at a logical time: removes the
   // operation's idempotency records with expires_at <= that time. Throws
   // InfrastructureError unless the answer is a 200 JSON object.
-  virtual HttpExchange gc(const std::string& operation_id, std::int64_t logical_time_s) = 0;
+  virtual GcExchange gc(const std::string& operation_id, std::int64_t logical_time_s) = 0;
 };
 
 // Forwards every call to another RemoteApi. A test double or a decorator
@@ -72,12 +103,12 @@ class RemoteApi {
 class ForwardingRemote : public RemoteApi {
  public:
   explicit ForwardingRemote(RemoteApi& inner) : inner_(&inner) {}
-  HttpExchange post_effect(const PostEffectRequest& request) override { return inner_->post_effect(request); }
-  HttpExchange status(const std::string& operation_id, std::int64_t logical_time_s) override {
+  PostExchange post_effect(const PostEffectRequest& request) override { return inner_->post_effect(request); }
+  StatusExchange status(const std::string& operation_id, std::int64_t logical_time_s) override {
     return inner_->status(operation_id, logical_time_s);
   }
-  nlohmann::json health() override { return inner_->health(); }
-  HttpExchange gc(const std::string& operation_id, std::int64_t logical_time_s) override {
+  HealthExchange health() override { return inner_->health(); }
+  GcExchange gc(const std::string& operation_id, std::int64_t logical_time_s) override {
     return inner_->gc(operation_id, logical_time_s);
   }
 

@@ -5,43 +5,24 @@
 namespace skewbench::infra {
 namespace {
 
-const nlohmann::json& field(const nlohmann::json& body, const char* name) {
-  const auto it = body.find(name);
-  if (it == body.end()) throw InfrastructureError(std::string("remote snapshot has no field \"") + name + "\"");
-  return *it;
-}
-
-std::int64_t int_field(const nlohmann::json& body, const char* name) {
-  const auto& v = field(body, name);
-  if (!v.is_number_integer())
-    throw InfrastructureError(std::string("remote snapshot field \"") + name + "\" is not an integer");
-  return v.get<std::int64_t>();
-}
-
-std::string string_field(const nlohmann::json& body, const char* name) {
-  const auto& v = field(body, name);
-  if (!v.is_string()) throw InfrastructureError(std::string("remote snapshot field \"") + name + "\" is not a string");
-  return v.get<std::string>();
+template <typename T>
+T required(const std::optional<T>& field, const char* name) {
+  if (!field) throw InfrastructureError(std::string("remote snapshot has no field \"") + name + "\"");
+  return *field;
 }
 
 }  // namespace
 
-RemoteSnapshot parse_snapshot(const nlohmann::json& body) {
-  if (!body.is_object()) throw InfrastructureError("remote snapshot is not a JSON object");
-  // A POST answer may nest the snapshot; a /status answer is the snapshot.
-  const auto& s = body.contains("snapshot") && body["snapshot"].is_object() ? body["snapshot"] : body;
-  RemoteSnapshot out;
-  out.status = string_field(s, "status");
-  out.effect_count = int_field(s, "effect_count");
-  out.post_requests = int_field(s, "post_requests");
-  out.ack_drops = int_field(s, "ack_drops");
-  out.active_idempotency_records = int_field(s, "active_idempotency_records");
-  out.evaluation_time_s = int_field(s, "evaluation_time");
-  out.boot_id = string_field(s, "boot_id");
-  if (out.status != "absent" && out.status != "committed" && out.status != "conflict") {
-    throw InfrastructureError("remote snapshot has an unknown status \"" + out.status + "\"");
-  }
-  return out;
+RemoteSnapshot required_snapshot(const remote_effect::StatusAnswer& answer) {
+  return RemoteSnapshot{
+      .status = required(answer.status, "status"),
+      .effect_count = required(answer.effect_count, "effect_count"),
+      .post_requests = required(answer.post_requests, "post_requests"),
+      .ack_drops = required(answer.ack_drops, "ack_drops"),
+      .active_idempotency_records = required(answer.active_idempotency_records, "active_idempotency_records"),
+      .evaluation_time_s = required(answer.evaluation_time_s, "evaluation_time"),
+      .boot_id = required(answer.boot_id, "boot_id"),
+  };
 }
 
 void RemoteLedger::check(const RemoteSnapshot& snapshot, const std::string& where) const {

@@ -6,12 +6,13 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "remote_effect/answers.hpp"
 
 namespace skewbench::infra {
 
+// The fields of a snapshot that a verdict is computed from, all observed.
 struct RemoteSnapshot {
-  std::string status;  // absent | committed | conflict
+  remote_effect::OperationStatus status = remote_effect::OperationStatus::absent;
   std::int64_t effect_count = 0;
   std::int64_t post_requests = 0;
   std::int64_t ack_drops = 0;
@@ -20,10 +21,11 @@ struct RemoteSnapshot {
   std::string boot_id;
 };
 
-// Reads a snapshot from a /status body, or from a POST /effects body (which
-// carries the same fields). Throws InfrastructureError naming the first field
-// that is missing or mistyped: an unexpected reply is never guessed at.
-RemoteSnapshot parse_snapshot(const nlohmann::json& body);
+// The snapshot of a /status answer, or of a POST /effects answer (which
+// carries the same fields), with every field a verdict needs. Throws
+// InfrastructureError naming the first one the answer did not carry: what
+// was not observed is never guessed at.
+RemoteSnapshot required_snapshot(const remote_effect::StatusAnswer& answer);
 
 // What one scenario has sent to the remote, to hold every answer against: the
 // process it talks to (boot_id) and the operation's request log. A remote that

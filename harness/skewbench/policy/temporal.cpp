@@ -16,9 +16,9 @@ Decision decide(TemporalState state) {
   return state == TemporalState::TimeUnknown ? Decision::ReconcileFirst : Decision::ReplaySameKey;
 }
 
-ReconcileAction reconcile(std::string_view remote_status) {
-  if (remote_status == "committed") return ReconcileAction::CompleteWithoutReplay;
-  if (remote_status == "absent") return ReconcileAction::ReplayAfterReconcile;
+ReconcileAction reconcile(std::int64_t remote_effect_count) {
+  if (remote_effect_count == 1) return ReconcileAction::CompleteWithoutReplay;
+  if (remote_effect_count == 0) return ReconcileAction::ReplayAfterReconcile;
   return ReconcileAction::HoldAndEscalate;
 }
 

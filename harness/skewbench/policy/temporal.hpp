@@ -56,7 +56,9 @@ TemporalState classify_interval(const time::UncertaintyInterval& interval, Logic
 // Uncertain time never becomes permission: only a definite state may replay.
 Decision decide(TemporalState state);
 
-// The reconcile rule, from the remote's status name (absent/committed/conflict).
-ReconcileAction reconcile(std::string_view remote_status);
+// The reconcile rule, from the effects the remote's own state holds for the
+// operation: exactly one completes the delivery, none allows a replay, and
+// anything else (a conflict) holds and escalates.
+ReconcileAction reconcile(std::int64_t remote_effect_count);
 
 }  // namespace skewbench::policy

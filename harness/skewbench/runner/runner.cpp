@@ -21,29 +21,19 @@ json optional_name(const std::optional<T>& value) {
 
 // The closing measurement, read back from the remote's own state and from the
 // outbox at the reference time of the last step.
-json measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const steps::StepContext& context,
-                   time::LogicalSeconds at_s, bool with_dedupe_mode) {
-  const auto& operation_id = context.operation_id;
-  const auto ex = remote.status(operation_id, at_s);
-  const auto snapshot = context.checked_snapshot(ex.response_body, "the closing GET /status answered, but");
-  const auto row = outbox.read(operation_id);
-  json out = {
-      {"evaluation_time_s", at_s},
-      {"effect_count", snapshot.effect_count},
-      {"post_requests", snapshot.post_requests},
-      {"ack_drops", snapshot.ack_drops},
-      {"active_idempotency_records", snapshot.active_idempotency_records},
-      {"status", snapshot.status},
-      {"outbox_status", row.status},
-      {"delivery_attempts", row.delivery_attempts},
-      {"business_state", row.business_state},
-  };
+FinalMeasurement measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const steps::StepContext& context,
+                               time::LogicalSeconds at_s, bool with_dedupe_mode) {
+  const auto ex = remote.status(context.operation_id, at_s);
+  FinalMeasurement out;
+  out.evaluation_time_s = at_s;
+  out.remote = context.checked_snapshot(ex.answer, "the closing GET /status answered, but");
+  const auto row = outbox.read(context.operation_id);
+  out.outbox_status = row.status;
+  out.delivery_attempts = row.delivery_attempts;
+  out.business_state = row.business_state;
   // Only scenarios that declare a dedupe mode measure it, so the closing
   // measurements (and core digests) of the others stay as they were.
-  if (with_dedupe_mode) {
-    out["idempotency_mode"] = ex.response_body.value("idempotency_mode", json(nullptr));
-    out["durable_idempotency_records"] = ex.response_body.value("durable_idempotency_records", json(nullptr));
-  }
+  if (with_dedupe_mode) out.dedupe = {ex.answer.idempotency_mode, ex.answer.durable_idempotency_records};
   return out;
 }
 
@@ -88,15 +78,39 @@ json ScenarioResult::decision() const {
   return recovery ? optional_name(recovery->decision) : json(nullptr);
 }
 
-Verdict compute_verdict(const json& final_measurement, const std::vector<StepRecord>& timeline) {
-  if (!final_measurement.is_object()) return Verdict::Error;
-  const auto effects = final_measurement.at("effect_count").get<std::int64_t>();
+json FinalMeasurement::to_json(Verdict verdict) const {
+  json out = {
+      {"evaluation_time_s", evaluation_time_s},
+      {"effect_count", remote.effect_count},
+      {"post_requests", remote.post_requests},
+      {"ack_drops", remote.ack_drops},
+      {"active_idempotency_records", remote.active_idempotency_records},
+      {"status", remote_effect::kOperationStatuses.name(remote.status)},
+      {"outbox_status", outbox_status},
+      {"delivery_attempts", delivery_attempts},
+      {"business_state", business_state},
+      {"verdict", verdict},
+  };
+  if (dedupe) {
+    out["idempotency_mode"] = dedupe->mode ? json(remote_effect::dedupe_mode_name(*dedupe->mode)) : json(nullptr);
+    out["durable_idempotency_records"] =
+        dedupe->durable_idempotency_records ? json(*dedupe->durable_idempotency_records) : json(nullptr);
+  }
+  return out;
+}
+
+json ScenarioResult::final_json() const { return final_measurement ? final_measurement->to_json(verdict) : json(); }
+
+Verdict compute_verdict(const std::optional<FinalMeasurement>& final_measurement,
+                        const std::vector<StepRecord>& timeline) {
+  if (!final_measurement) return Verdict::Error;
+  const auto effects = final_measurement->remote.effect_count;
   if (effects >= 2) return Verdict::Conflict;
   bool refused = false;
   for (const auto& record : timeline) {
     if (const auto* recovery = record.recovery()) refused = refused || recovery->refused();
   }
-  if (effects == 1 && final_measurement.at("outbox_status") == "delivered" && !refused) return Verdict::Safe;
+  if (effects == 1 && final_measurement->outbox_status == "delivered" && !refused) return Verdict::Safe;
   return Verdict::Held;
 }
 
@@ -165,8 +179,12 @@ CheckResult check_expectation(const scenario::Expectation& expectation, const Sc
   check.id = expectation.id;
   check.expected = expectation.expected;
   const json* source = nullptr;
+  json final_fields;
   if (expectation.step_index < 0) {
-    if (result.final_measurement.is_object()) source = &result.final_measurement;
+    if (result.final_measurement) {
+      final_fields = result.final_json();
+      source = &final_fields;
+    }
   } else if (static_cast<std::size_t>(expectation.step_index) < result.timeline.size()) {
     source = result.timeline[static_cast<std::size_t>(expectation.step_index)].observed();
   }
@@ -210,7 +228,6 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
     // nothing, and nothing in it may read as a pass.
     result.error = e.what();
     result.verdict = Verdict::Error;
-    if (!result.final_measurement.is_object()) result.final_measurement = nullptr;
   }
   bool all_pass = !result.error.has_value();
   if (options_.evaluate_expectations) {
@@ -230,7 +247,7 @@ void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& co
     options_.remote_control->use_dedupe_mode(s.dedupe_mode.value_or(remote_effect::kDefaultDedupeMode));
   outbox_.declare_operation(result.operation_id, s.operation.initial_business_version);
   // The process every later answer must come from.
-  context.ledger.boot_id = remote_.health().value("boot_id", std::string());
+  context.ledger.boot_id = remote_.health().answer.boot_id.value_or("");
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
     run_step(s, i, context, result);
@@ -239,7 +256,6 @@ void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& co
   result.final_measurement =
       measure_final(remote_, outbox_, context, context.reference_time(last_at_s), s.dedupe_mode.has_value());
   result.verdict = compute_verdict(result.final_measurement, result.timeline);
-  result.final_measurement["verdict"] = result.verdict;
 }
 
 }  // namespace skewbench::runner

@@ -54,21 +54,44 @@ struct StepRecord {
 nlohmann::json to_json(const StepRecord& record);
 nlohmann::json to_json(const std::vector<StepRecord>& timeline);
 
+// The closing measurement, read back after the last step: the remote's own
+// counts and the outbox row, at the reference time of the last step.
+struct FinalMeasurement {
+  time::LogicalSeconds evaluation_time_s = 0;
+  infra::RemoteSnapshot remote;
+  std::string outbox_status;  // pending | delivered
+  std::int64_t delivery_attempts = 0;
+  std::string business_state;
+  // The remote's dedupe mode and durable records, measured by the scenarios
+  // that declare a mode (nullopt inside when the remote did not report it).
+  struct Dedupe {
+    std::optional<remote_effect::DedupeMode> mode;
+    std::optional<std::int64_t> durable_idempotency_records;
+  };
+  std::optional<Dedupe> dedupe;
+
+  // As the evidence's "final" writes it, with the verdict computed from it.
+  nlohmann::json to_json(Verdict verdict) const;
+};
+
 struct ScenarioResult {
   std::string scenario_id;
   std::string policy;
-  std::string operation_id;          // on the wire: namespaced by the run id
-  std::string idempotency_key;       // the stable key on the wire
-  std::string operation_name;        // as the scenario names it (published results show this)
-  std::string stable_key_name;       // "<operation_name>:effect:v1"
-  std::vector<StepRecord> timeline;  // one record per executed step
-  nlohmann::json final_measurement;  // null when never taken
+  std::string operation_id;                           // on the wire: namespaced by the run id
+  std::string idempotency_key;                        // the stable key on the wire
+  std::string operation_name;                         // as the scenario names it (published results show this)
+  std::string stable_key_name;                        // "<operation_name>:effect:v1"
+  std::vector<StepRecord> timeline;                   // one record per executed step
+  std::optional<FinalMeasurement> final_measurement;  // nullopt when never taken
   std::vector<CheckResult> checks;
   Verdict verdict = Verdict::Error;
   std::optional<std::string> error;  // set when infrastructure failed
   bool pass = false;                 // every check passed and no error
   std::int64_t duration_us = 0;
 
+  // The closing measurement and verdict as the evidence writes them (null when
+  // never taken); expectations on the final measurement read these fields.
+  nlohmann::json final_json() const;
   // The last recovery's decision; null when no recovery ran to completion.
   const steps::RecoveryResult* last_recovery() const;
   // The last recovery's temporal state and decision as published (null when none).
@@ -80,7 +103,8 @@ struct ScenarioResult {
 // more effects; SAFE when it holds exactly one, the outbox says delivered and no
 // recovery had to refuse a time-based decision; HELD otherwise (recovery saw
 // TIME_UNKNOWN or escalated, or the effect is not in place).
-Verdict compute_verdict(const nlohmann::json& final_measurement, const std::vector<StepRecord>& timeline);
+Verdict compute_verdict(const std::optional<FinalMeasurement>& final_measurement,
+                        const std::vector<StepRecord>& timeline);
 
 struct RunnerOptions {
   std::string run_id;

@@ -42,7 +42,7 @@ Session::Session(const SessionOptions& options) : stack_(std::make_unique<Stack>
                                                 infra::HttpTimeouts{.timeout_s = options.services.http_timeout_s});
   description_ = {
       .database = infra::describe_database(outbox_->info(), stack_->database_url(), stack_->postgres_binaries()),
-      .remote_health = remote_->health(),
+      .remote_health = remote_->health().body,
       .remote_url = stack_->remote_url(),
       .embedded_remote = stack_->embedded_remote()};
 }
@@ -57,7 +57,6 @@ ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& 
   r.scenario_id = scenario.id;
   r.policy = std::string(scenario.policy->name());
   r.error = error;
-  r.final_measurement = nullptr;
   for (const auto& e : scenario.expectations) r.checks.push_back({e.id, e.expected, nullptr, false, false});
   return r;
 }
@@ -89,10 +88,8 @@ std::optional<std::string> remote_mode_problem(const StackOptions& services,
   std::string running;
   try {
     infra::HttpRemote remote(*services.remote_url, infra::HttpTimeouts{.timeout_s = services.http_timeout_s});
-    const auto health = remote.health();
-    running = health.value("idempotency_mode", nlohmann::json(nullptr)).is_string()
-                  ? health["idempotency_mode"].get<std::string>()
-                  : std::string("(not reported)");
+    const auto mode = remote.health().answer.idempotency_mode;
+    running = mode ? std::string(remote_effect::dedupe_mode_name(*mode)) : std::string("(not reported)");
   } catch (const std::exception&) {
     return std::nullopt;
   }

@@ -12,21 +12,19 @@ using nlohmann::json;
 
 json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
-json exchange_json(const infra::HttpExchange& ex) {
-  return {
-      {"request", ex.request},         {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
-      {"response", ex.response_body},  {"transport_outcome", infra::to_string(ex.outcome)},
-      {"duration_us", ex.duration_us},
-  };
+json delivery_json(const std::optional<remote_effect::Delivery>& delivery) {
+  return delivery ? json(remote_effect::delivery_name(*delivery)) : json(nullptr);
 }
+
+json status_json(remote_effect::OperationStatus status) { return remote_effect::kOperationStatuses.name(status); }
 
 // A POST with X-Drop-Ack whose connection closed unanswered: that is the
 // planned outcome only if the remote logged it. A reset before the remote read
 // the request looks the same on the wire, so the request log decides.
 void confirm_dropped_ack(StepContext& ctx, LogicalSeconds logical_time_s, StepOutcome& out) {
   const auto ex = ctx.remote.status(ctx.operation_id, logical_time_s);
-  out.exchanges.push_back(exchange_json(ex));
-  ctx.checked_snapshot(ex.response_body, "the X-Drop-Ack POST got no answer, but");
+  out.exchanges.push_back(ex.to_json());
+  ctx.checked_snapshot(ex.answer, "the X-Drop-Ack POST got no answer, but");
 }
 
 // One delivery attempt through the outbox: the attempt is recorded before the
@@ -34,8 +32,14 @@ void confirm_dropped_ack(StepContext& ctx, LogicalSeconds logical_time_s, StepOu
 // between leaves an attempt whose outcome is unknown, exactly as on the wire.
 // The key is the stable one or a minted one (the scenario's retry identity);
 // a bound temporal epoch, when given, travels as a fence.
-json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, StepOutcome& out,
-             std::optional<std::int64_t> fence_epoch = std::nullopt) {
+struct Delivered {
+  infra::TransportOutcome outcome = infra::TransportOutcome::AckUnknown;
+  remote_effect::PostAnswer answer;
+  json observed;
+};
+
+Delivered deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, StepOutcome& out,
+                  std::optional<std::int64_t> fence_epoch = std::nullopt) {
   ctx.outbox.record_attempt(ctx.operation_id, logical_time_s);
   const auto key = ctx.next_delivery_key();
   const auto ex = ctx.remote.post_effect({.operation_id = ctx.operation_id,
@@ -45,15 +49,16 @@ json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, Ste
                                           .drop_ack = drop_ack,
                                           .body = ctx.payload,
                                           .expected_temporal_epoch = fence_epoch});
-  out.exchanges.push_back(exchange_json(ex));
-  if (ex.outcome == infra::TransportOutcome::AckUnknown) {
+  out.exchanges.push_back(ex.to_json());
+  const auto outcome = ex.transport_outcome();
+  if (outcome == infra::TransportOutcome::AckUnknown) {
     if (!drop_ack) throw InfrastructureError("POST /effects got no answer, and it was not sent with X-Drop-Ack");
     ++ctx.ledger.post_requests;
     ++ctx.ledger.ack_drops;
     confirm_dropped_ack(ctx, logical_time_s, out);
   }
   json observed = {
-      {"transport_outcome", infra::to_string(ex.outcome)},
+      {"transport_outcome", infra::to_string(outcome)},
       {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
       {"delivery", nullptr},
       {"effect_count", nullptr},
@@ -65,25 +70,23 @@ json deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, Ste
     observed["idempotency_key"] = key.name;
     observed["attempt"] = key.attempt;
   }
-  if (ex.outcome == infra::TransportOutcome::FencedOut) {
-    observed["delivery"] = ex.response_body.value("delivery", json(nullptr));
-    observed["fence_error"] = ex.response_body.value("error", json(nullptr));
-    observed["current_temporal_epoch"] = ex.response_body.value("current_temporal_epoch", json(nullptr));
+  const auto& answer = ex.answer;
+  if (outcome == infra::TransportOutcome::FencedOut) {
+    observed["delivery"] = delivery_json(answer.delivery);
+    observed["fence_error"] = answer.error ? json(*answer.error) : json(nullptr);
+    observed["current_temporal_epoch"] = opt(answer.current_temporal_epoch);
   }
-  if (ex.outcome == infra::TransportOutcome::AckReceived) {
-    const auto& body = ex.response_body;
-    if (!body.contains("delivery") || !body["delivery"].is_string()) {
-      throw InfrastructureError("POST /effects answered 200 without a \"delivery\" field");
-    }
-    observed["delivery"] = body["delivery"];
+  if (outcome == infra::TransportOutcome::AckReceived) {
+    if (!answer.delivery) throw InfrastructureError("POST /effects answered 200 without a \"delivery\" field");
+    observed["delivery"] = delivery_json(answer.delivery);
     ++ctx.ledger.post_requests;
-    const auto snapshot = ctx.checked_snapshot(body, "POST /effects answered 200, but");
+    const auto snapshot = ctx.checked_snapshot(answer.snapshot, "POST /effects answered 200, but");
     observed["effect_count"] = snapshot.effect_count;
     observed["post_requests"] = snapshot.post_requests;
   }
-  const bool delivered = ex.outcome == infra::TransportOutcome::AckReceived;
-  ctx.outbox.record_outcome(ctx.operation_id, ex.outcome, delivered, logical_time_s);
-  return observed;
+  const bool delivered = outcome == infra::TransportOutcome::AckReceived;
+  ctx.outbox.record_outcome(ctx.operation_id, outcome, delivered, logical_time_s);
+  return {outcome, answer, std::move(observed)};
 }
 
 // --- commit_operation ------------------------------------------------------
@@ -122,7 +125,7 @@ class PostEffectStep final : public Step {
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
     StepOutcome out;
-    out.observed = deliver(ctx, t, drop_ack_, out);
+    out.observed = deliver(ctx, t, drop_ack_, out).observed;
     out.observed["logical_time_s"] = t;
     return out;
   }
@@ -147,8 +150,8 @@ class ObserveStep final : public Step {
     const auto t = ctx.read_clock(node_, at_s());
     StepOutcome out;
     const auto ex = ctx.remote.status(ctx.operation_id, t);
-    out.exchanges.push_back(exchange_json(ex));
-    const auto snapshot = ctx.checked_snapshot(ex.response_body, "observe: GET /status answered, but");
+    out.exchanges.push_back(ex.to_json());
+    const auto snapshot = ctx.checked_snapshot(ex.answer, "observe: GET /status answered, but");
     const auto row = ctx.outbox.read(ctx.operation_id);
     json state = nullptr;
     if (row.key_expires_at_s) state = policy::to_string(policy::classify_point(t, *row.key_expires_at_s));
@@ -157,7 +160,7 @@ class ObserveStep final : public Step {
         {"active_idempotency_records", snapshot.active_idempotency_records},
         {"effect_count", snapshot.effect_count},
         {"post_requests", snapshot.post_requests},
-        {"status", snapshot.status},
+        {"status", status_json(snapshot.status)},
         {"temporal_state", state},
         {"expires_at_s", opt(row.key_expires_at_s)},
     };
@@ -176,10 +179,10 @@ class ObserveStep final : public Step {
 // else holds. Returns whether a replay may follow.
 bool reconcile_with_remote(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) {
   const auto ex = ctx.remote.status(ctx.operation_id, time_s);
-  out.exchanges.push_back(exchange_json(ex));
-  const auto snapshot = ctx.checked_snapshot(ex.response_body, "recover: GET /status answered, but");
-  const auto action = policy::reconcile(snapshot.status);
-  out.observed["reconciled_status"] = snapshot.status;
+  out.exchanges.push_back(ex.to_json());
+  const auto snapshot = ctx.checked_snapshot(ex.answer, "recover: GET /status answered, but");
+  const auto action = policy::reconcile(snapshot.effect_count);
+  out.observed["reconciled_status"] = status_json(snapshot.status);
   out.observed["reconcile_action"] = policy::to_string(action);
   out.recovery->reconcile_action = action;
   if (action == policy::ReconcileAction::CompleteWithoutReplay) ctx.outbox.mark_delivered(ctx.operation_id, time_s);
@@ -193,25 +196,26 @@ void replay_delivery(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) 
   json& o = out.observed;
   if (ctx.bound_temporal_epoch) o["bound_temporal_epoch"] = *ctx.bound_temporal_epoch;
   auto delivered = deliver(ctx, time_s, false, out, ctx.bound_temporal_epoch);
+  const auto& first = delivered.observed;
   o["replayed"] = true;
-  o["transport_outcome"] = delivered["transport_outcome"];
-  o["delivery"] = delivered["delivery"];
-  if (delivered.contains("idempotency_key")) {
-    o["idempotency_key"] = delivered["idempotency_key"];
-    o["attempt"] = delivered["attempt"];
+  o["transport_outcome"] = first["transport_outcome"];
+  o["delivery"] = first["delivery"];
+  if (first.contains("idempotency_key")) {
+    o["idempotency_key"] = first["idempotency_key"];
+    o["attempt"] = first["attempt"];
   }
-  if (delivered["transport_outcome"] != std::string(infra::to_string(infra::TransportOutcome::FencedOut))) return;
-  o["replay_http_status"] = delivered["http_status"];
-  o["fence_error"] = delivered["fence_error"];
-  o["current_temporal_epoch"] = delivered["current_temporal_epoch"];
+  if (delivered.outcome != infra::TransportOutcome::FencedOut) return;
+  o["replay_http_status"] = first["http_status"];
+  o["fence_error"] = first["fence_error"];
+  o["current_temporal_epoch"] = first["current_temporal_epoch"];
   if (!reconcile_with_remote(ctx, time_s, out)) return;
-  if (!delivered["current_temporal_epoch"].is_number_integer()) {
+  if (!delivered.answer.current_temporal_epoch) {
     throw InfrastructureError("a fenced_out answer without an integer \"current_temporal_epoch\"");
   }
-  ctx.bound_temporal_epoch = delivered["current_temporal_epoch"].get<std::int64_t>();
+  ctx.bound_temporal_epoch = delivered.answer.current_temporal_epoch;
   delivered = deliver(ctx, time_s, false, out, ctx.bound_temporal_epoch);
-  o["transport_outcome"] = delivered["transport_outcome"];
-  o["delivery"] = delivered["delivery"];
+  o["transport_outcome"] = delivered.observed["transport_outcome"];
+  o["delivery"] = delivered.observed["delivery"];
 }
 
 // Recovery after an unknown acknowledgement, under the scenario's policy:
@@ -319,7 +323,7 @@ class RestartRemoteStep final : public Step {
     if (ctx.remote_control == nullptr) {
       throw InfrastructureError("restart_remote needs a remote-effect started by skewbench (no --remote-url)");
     }
-    const auto before = ctx.remote.health().value("boot_id", std::string());
+    const auto before = ctx.remote.health().answer.boot_id.value_or("");
     if (!ctx.ledger.boot_id.empty() && before != ctx.ledger.boot_id) {
       throw InfrastructureError("restart_remote: the remote had already restarted unasked (boot_id " +
                                 ctx.ledger.boot_id + " became " + before + ")");
@@ -328,11 +332,11 @@ class RestartRemoteStep final : public Step {
     ctx.ledger.boot_id = after;
     StepOutcome out;
     const auto ex = ctx.remote.status(ctx.operation_id, ctx.reference_time(at_s()));
-    out.exchanges.push_back(exchange_json(ex));
-    const auto snapshot = ctx.checked_snapshot(ex.response_body, "restart_remote: GET /status answered, but");
+    out.exchanges.push_back(ex.to_json());
+    const auto snapshot = ctx.checked_snapshot(ex.answer, "restart_remote: GET /status answered, but");
     out.observed = {{"boot_id_changed", !before.empty() && before != after},
                     {"effect_count", snapshot.effect_count},
-                    {"status", snapshot.status}};
+                    {"status", status_json(snapshot.status)}};
     return out;
   }
 };
@@ -575,8 +579,9 @@ std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
   return node;
 }
 
-infra::RemoteSnapshot StepContext::checked_snapshot(const nlohmann::json& body, const std::string& where) const {
-  const auto snapshot = infra::parse_snapshot(body);
+infra::RemoteSnapshot StepContext::checked_snapshot(const remote_effect::StatusAnswer& answer,
+                                                    const std::string& where) const {
+  const auto snapshot = infra::required_snapshot(answer);
   ledger.check(snapshot, where);
   return snapshot;
 }

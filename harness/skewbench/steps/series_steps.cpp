@@ -43,20 +43,10 @@ DeliveryKey StepContext::next_delivery_key() {
 
 namespace {
 
-std::int64_t int_field(const json& body, const char* name, const char* what) {
-  const auto it = body.find(name);
-  if (it == body.end() || !it->is_number_integer()) {
-    throw InfrastructureError(std::string(what) + " answered without an integer \"" + name + "\"");
-  }
-  return it->get<std::int64_t>();
-}
-
-json exchange_record(const infra::HttpExchange& ex) {
-  return {{"request", ex.request},
-          {"http_status", ex.http_status ? json(*ex.http_status) : json(nullptr)},
-          {"response", ex.response_body},
-          {"transport_outcome", nullptr},
-          {"duration_us", ex.duration_us}};
+// A field the step cannot do without.
+std::int64_t required(const std::optional<std::int64_t>& field, const char* name, const char* what) {
+  if (!field) throw InfrastructureError(std::string(what) + " answered without an integer \"" + name + "\"");
+  return *field;
 }
 
 // Expiry cleanup at a node's time: the remote deletes the operation's
@@ -73,12 +63,13 @@ class GcStep final : public Step {
     const auto t = ctx.read_clock(node_, at_s());
     const auto ex = ctx.remote.gc(ctx.operation_id, t);
     StepOutcome out;
-    out.exchanges.push_back(exchange_record(ex));
-    const auto& body = ex.response_body;
+    out.exchanges.push_back(ex.to_json());
+    const auto& gc = ex.answer;
+    const char* what = "POST /maintenance/gc";
     out.observed = {{"logical_time_s", t},
-                    {"removed_records", int_field(body, "removed_records", "POST /maintenance/gc")},
-                    {"temporal_epoch_before", int_field(body, "temporal_epoch_before", "POST /maintenance/gc")},
-                    {"temporal_epoch_after", int_field(body, "temporal_epoch_after", "POST /maintenance/gc")}};
+                    {"removed_records", required(gc.removed_records, "removed_records", what)},
+                    {"temporal_epoch_before", required(gc.temporal_epoch_before, "temporal_epoch_before", what)},
+                    {"temporal_epoch_after", required(gc.temporal_epoch_after, "temporal_epoch_after", what)}};
     return out;
   }
 
@@ -102,9 +93,9 @@ class BindTemporalEpochStep final : public Step {
     const auto t = ctx.read_clock(node_, at_s());
     const auto ex = ctx.remote.status(ctx.operation_id, t);
     StepOutcome out;
-    out.exchanges.push_back(exchange_record(ex));
-    ctx.checked_snapshot(ex.response_body, "bind_temporal_epoch: GET /status answered, but");
-    ctx.bound_temporal_epoch = int_field(ex.response_body, "temporal_epoch", "GET /status");
+    out.exchanges.push_back(ex.to_json());
+    ctx.checked_snapshot(ex.answer, "bind_temporal_epoch: GET /status answered, but");
+    ctx.bound_temporal_epoch = required(ex.answer.temporal_epoch, "temporal_epoch", "GET /status");
     out.observed = {{"temporal_epoch", *ctx.bound_temporal_epoch}};
     return out;
   }

@@ -115,8 +115,9 @@ struct StepContext {
   std::optional<LogicalSeconds> watermark_s(const std::string& node_id) const;
   // The key the next delivery POST carries (stable, or minted per attempt).
   DeliveryKey next_delivery_key();
-  // Parses a snapshot from a remote answer and checks it against the ledger.
-  infra::RemoteSnapshot checked_snapshot(const nlohmann::json& body, const std::string& where) const;
+  // The snapshot of a remote answer, with every field a verdict needs, checked
+  // against the ledger.
+  infra::RemoteSnapshot checked_snapshot(const remote_effect::StatusAnswer& answer, const std::string& where) const;
 };
 
 // The part a step plays in a scenario. The runner and the evidence find a

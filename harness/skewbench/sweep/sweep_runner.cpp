@@ -276,7 +276,7 @@ void run_cell(SharedCells& shared, WorkerConnections& connections, std::uint64_t
   // A cell that failed may have left its connections broken: start the next
   // cell on fresh ones.
   if (r.error) connections.drop();
-  shared.buffer.push(k, cell_record(shared.grid, cell, r.temporal_state(), r.decision(), r.final_measurement, r.verdict,
+  shared.buffer.push(k, cell_record(shared.grid, cell, r.temporal_state(), r.decision(), r.final_json(), r.verdict,
                                     r.error, micros_since(cell_started)));
 }
 

@@ -1,0 +1,107 @@
+#include "remote_effect/answers.hpp"
+
+namespace skewbench::remote_effect {
+namespace {
+
+using nlohmann::json;
+
+// Reads the fields of one answer object; every accessor is absent-tolerant
+// and type-strict.
+class AnswerReader {
+ public:
+  AnswerReader(const json& body, std::string_view answer) : body_(body), answer_(answer) {
+    if (!body.is_object()) throw AnswerError(answer_ + " is not a JSON object");
+  }
+
+  std::optional<std::int64_t> integer(const char* name) const {
+    const auto* v = find(name);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer()) throw mistyped(name, "an integer");
+    return v->get<std::int64_t>();
+  }
+
+  // An integer that may be written as null (e.g. an epoch the request lacked).
+  std::optional<std::int64_t> nullable_integer(const char* name) const {
+    const auto* v = find(name);
+    return v && v->is_null() ? std::nullopt : integer(name);
+  }
+
+  std::optional<std::string> text(const char* name) const {
+    const auto* v = find(name);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) throw mistyped(name, "a string");
+    return v->get<std::string>();
+  }
+
+  template <typename Enum, std::size_t N>
+  std::optional<Enum> word(const char* name, const Vocabulary<Enum, N>& vocabulary) const {
+    const auto spelled = text(name);
+    if (!spelled) return std::nullopt;
+    if (const auto value = vocabulary.parse(*spelled)) return value;
+    throw AnswerError(answer_ + " field \"" + name + "\" is \"" + *spelled + "\", not one of " + vocabulary.listed());
+  }
+
+  bool has(const char* name) const { return find(name) != nullptr; }
+
+ private:
+  const json* find(const char* name) const {
+    const auto it = body_.find(name);
+    return it == body_.end() ? nullptr : &*it;
+  }
+  AnswerError mistyped(const char* name, const char* type) const {
+    return AnswerError(answer_ + " field \"" + name + "\" is not " + type);
+  }
+
+  const json& body_;
+  std::string answer_;
+};
+
+StatusAnswer read_snapshot_fields(const AnswerReader& in) {
+  return StatusAnswer{
+      .operation_id = in.text("operation_id"),
+      .evaluation_time_s = in.has("evaluation_time") ? in.integer("evaluation_time") : in.integer("logical_time"),
+      .status = in.word("status", kOperationStatuses),
+      .effect_count = in.integer("effect_count"),
+      .post_requests = in.integer("post_requests"),
+      .ack_drops = in.integer("ack_drops"),
+      .active_idempotency_records = in.integer("active_idempotency_records"),
+      .durable_idempotency_records = in.integer("durable_idempotency_records"),
+      .temporal_epoch = in.integer("temporal_epoch"),
+      .idempotency_mode = in.word("idempotency_mode", kDedupeModes),
+      .boot_id = in.text("boot_id"),
+  };
+}
+
+}  // namespace
+
+StatusAnswer read_status_answer(const json& body) { return read_snapshot_fields(AnswerReader(body, "the snapshot")); }
+
+PostAnswer read_post_answer(const json& body) {
+  const AnswerReader in(body, "the POST answer");
+  return PostAnswer{.delivery = in.word("delivery", kDeliveries),
+                    .error = in.text("error"),
+                    .idempotency_key = in.text("idempotency_key"),
+                    .ttl_s = in.integer("ttl_seconds"),
+                    .expected_temporal_epoch = in.nullable_integer("expected_temporal_epoch"),
+                    .current_temporal_epoch = in.integer("current_temporal_epoch"),
+                    .snapshot = read_snapshot_fields(in)};
+}
+
+GcAnswer read_gc_answer(const json& body) {
+  const AnswerReader in(body, "the GC answer");
+  return GcAnswer{.operation_id = in.text("operation_id"),
+                  .logical_time_s = in.integer("logical_time"),
+                  .removed_records = in.integer("removed_records"),
+                  .temporal_epoch_before = in.integer("temporal_epoch_before"),
+                  .temporal_epoch_after = in.integer("temporal_epoch_after")};
+}
+
+HealthAnswer read_health_answer(const json& body) {
+  const AnswerReader in(body, "the health answer");
+  return HealthAnswer{.service = in.text("service"),
+                      .boot_id = in.text("boot_id"),
+                      .idempotency_mode = in.word("idempotency_mode", kDedupeModes),
+                      .temporal_epoch = in.integer("temporal_epoch")};
+}
+
+}  // namespace skewbench::remote_effect
