@@ -316,17 +316,17 @@ nlohmann::json gc_json(const GcRequest& request, const GcResult& result) {
           {"temporal_epoch_after", result.temporal_epoch_after}};
 }
 
-std::vector<std::pair<std::string, std::string>> post_effect_headers(const PostEffectHeaders& request) {
+std::vector<std::pair<std::string, std::string>> post_effect_headers(const PostEffect& request) {
   std::vector<std::pair<std::string, std::string>> headers = {
-      {std::string(kOperationIdHeader), std::string(request.operation_id)},
-      {std::string(kIdempotencyKeyHeader), std::string(request.idempotency_key)},
+      {std::string(kOperationIdHeader), request.operation_id},
+      {std::string(kIdempotencyKeyHeader), request.idempotency_key},
       {std::string(kTtlHeader), std::to_string(request.ttl_s)},
       {std::string(kLogicalTimeHeader), std::to_string(request.logical_time_s)},
       {std::string(kDropAckHeader), request.drop_ack ? "1" : "0"},
   };
-  if (request.fence_epoch) {
+  if (request.expected_temporal_epoch) {
     headers.emplace_back(std::string(kRequireFenceHeader), "1");
-    headers.emplace_back(std::string(kExpectedEpochHeader), std::to_string(*request.fence_epoch));
+    headers.emplace_back(std::string(kExpectedEpochHeader), std::to_string(*request.expected_temporal_epoch));
   }
   return headers;
 }

@@ -184,18 +184,20 @@ std::optional<RequestError> check_fence(const std::optional<std::int64_t>& fence
 // The JSON body of a 409 fence refusal.
 nlohmann::json fenced_out_json(std::int64_t expected_epoch, std::int64_t current_epoch);
 
-// What a client sends: the protocol headers of POST /effects, in the order the
-// driver writes them. fence_epoch set adds X-Require-Temporal-Fence: 1 and
-// X-Expected-Temporal-Epoch: N.
-struct PostEffectHeaders {
-  std::string_view operation_id;
-  std::string_view idempotency_key;
-  std::int64_t ttl_s = 0;
+// What a client sends as POST /effects.
+struct PostEffect {
+  std::string operation_id;
+  std::string idempotency_key;
+  std::int64_t ttl_s = 60;
   std::int64_t logical_time_s = 0;
   bool drop_ack = false;
-  std::optional<std::int64_t> fence_epoch;
+  std::string body;
+  // When set, the POST carries the temporal fence (X-Require-Temporal-Fence: 1,
+  // X-Expected-Temporal-Epoch: N) and the service refuses it on any other epoch.
+  std::optional<std::int64_t> expected_temporal_epoch;
 };
-std::vector<std::pair<std::string, std::string>> post_effect_headers(const PostEffectHeaders& request);
+// Its protocol headers, in the order the driver writes them.
+std::vector<std::pair<std::string, std::string>> post_effect_headers(const PostEffect& request);
 
 // The one header of GET /status/{id} and POST /maintenance/gc/{id}.
 std::vector<std::pair<std::string, std::string>> logical_time_headers(std::int64_t logical_time_s);

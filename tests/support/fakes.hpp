@@ -67,14 +67,8 @@ class FakeRemote final : public infra::RemoteApi {
       restart_after_next_post = false;
       restart();
     }
-    const auto headers = protocol::post_effect_headers({.operation_id = r.operation_id,
-                                                        .idempotency_key = r.idempotency_key,
-                                                        .ttl_s = r.ttl_s,
-                                                        .logical_time_s = r.logical_time_s,
-                                                        .drop_ack = r.drop_ack,
-                                                        .fence_epoch = r.expected_temporal_epoch});
-    infra::HttpExchange ex;
-    ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", headers_json(headers)}, {"body", r.body}};
+    const auto headers = protocol::post_effect_headers(r);
+    auto ex = infra::sent("POST", "/effects", headers, r.body);
     const auto request =
         parse_or_throw(protocol::parse_post_request({headers.begin(), headers.end()}, r.body, kDefaultTtlS));
     const auto result = store_->post(request);
@@ -97,8 +91,7 @@ class FakeRemote final : public infra::RemoteApi {
   infra::StatusExchange status(const std::string& operation_id, std::int64_t t) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
     const auto headers = protocol::logical_time_headers(t);
-    infra::HttpExchange ex;
-    ex.request = {{"method", "GET"}, {"path", "/status/" + operation_id}, {"headers", headers_json(headers)}};
+    auto ex = infra::sent("GET", "/status/" + operation_id, headers);
     const auto request = parse_or_throw(protocol::parse_status_request(operation_id, {headers.begin(), headers.end()}));
     return infra::read_status(answered(std::move(ex), 200,
                                        protocol::snapshot_json(operation_id, request.evaluation_time_s,
@@ -115,8 +108,7 @@ class FakeRemote final : public infra::RemoteApi {
   infra::GcExchange gc(const std::string& operation_id, std::int64_t t) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
     const auto headers = protocol::logical_time_headers(t);
-    infra::HttpExchange ex;
-    ex.request = {{"method", "POST"}, {"path", "/maintenance/gc/" + operation_id}, {"headers", headers_json(headers)}};
+    auto ex = infra::sent("POST", "/maintenance/gc/" + operation_id, headers);
     const auto request = parse_or_throw(protocol::parse_gc_request(operation_id, {headers.begin(), headers.end()}));
     return infra::read_gc(answered(std::move(ex), 200, protocol::gc_json(request, store_->gc(request))),
                           "POST /maintenance/gc");
@@ -130,12 +122,6 @@ class FakeRemote final : public infra::RemoteApi {
   void open() {
     store_.reset();
     store_ = std::make_unique<protocol::Store>(dir_.path() / "remote.sqlite3", protocol::SyncMode::normal, mode_);
-  }
-
-  static nlohmann::json headers_json(const std::vector<std::pair<std::string, std::string>>& headers) {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& [name, value] : headers) out[name] = value;
-    return out;
   }
 
   template <typename T>

@@ -428,14 +428,15 @@ TEST_CASE("the dedupe mode has two names") {
 TEST_CASE("the headers a client writes parse back into the request it meant") {
   const auto fenced = GENERATE(false, true);
   const auto drop_ack = GENERATE(false, true);
-  const re::PostEffectHeaders sent{.operation_id = "op-7",
-                                   .idempotency_key = "op-7:effect:v1",
-                                   .ttl_s = 45,
-                                   .logical_time_s = -20,
-                                   .drop_ack = drop_ack,
-                                   .fence_epoch = fenced ? std::optional<std::int64_t>(3) : std::nullopt};
+  const re::PostEffect sent{.operation_id = "op-7",
+                            .idempotency_key = "op-7:effect:v1",
+                            .ttl_s = 45,
+                            .logical_time_s = -20,
+                            .drop_ack = drop_ack,
+                            .body = "{\"amount\":1}",
+                            .expected_temporal_epoch = fenced ? std::optional<std::int64_t>(3) : std::nullopt};
   const auto headers = re::post_effect_headers(sent);
-  const auto parsed = re::parse_post_request({headers.begin(), headers.end()}, "{\"amount\":1}", 60);
+  const auto parsed = re::parse_post_request({headers.begin(), headers.end()}, sent.body, 60);
   REQUIRE(std::holds_alternative<re::PostRequest>(parsed));
   const auto& request = std::get<re::PostRequest>(parsed);
   CHECK(request.operation_id == "op-7");
@@ -444,7 +445,7 @@ TEST_CASE("the headers a client writes parse back into the request it meant") {
   CHECK(request.logical_time_s == -20);
   CHECK(request.expires_at_s == 25);
   CHECK(request.drop_ack == drop_ack);
-  CHECK(request.fence_epoch == sent.fence_epoch);
+  CHECK(request.fence_epoch == sent.expected_temporal_epoch);
 
   const auto time_headers = re::logical_time_headers(170);
   const auto status = re::parse_status_request("op-7", {time_headers.begin(), time_headers.end()});

@@ -23,12 +23,6 @@ httplib::Headers to_httplib(const std::vector<std::pair<std::string, std::string
   return {headers.begin(), headers.end()};
 }
 
-nlohmann::json headers_json(const httplib::Headers& headers) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [k, v] : headers) out[k] = v;
-  return out;
-}
-
 nlohmann::json parse_body(const std::string& body, const std::string& what) {
   try {
     return parse_bounded_json(body);
@@ -102,14 +96,9 @@ std::string HttpRemote::describe_failure(int error, std::int64_t waited_us) cons
 HttpRemote::~HttpRemote() = default;
 
 PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
-  const auto headers = to_httplib(protocol::post_effect_headers({.operation_id = r.operation_id,
-                                                                 .idempotency_key = r.idempotency_key,
-                                                                 .ttl_s = r.ttl_s,
-                                                                 .logical_time_s = r.logical_time_s,
-                                                                 .drop_ack = r.drop_ack,
-                                                                 .fence_epoch = r.expected_temporal_epoch}));
-  HttpExchange ex;
-  ex.request = {{"method", "POST"}, {"path", "/effects"}, {"headers", headers_json(headers)}, {"body", r.body}};
+  const auto wire_headers = protocol::post_effect_headers(r);
+  const auto headers = to_httplib(wire_headers);
+  auto ex = sent("POST", "/effects", wire_headers, r.body);
   const auto start = Clock::now();
   auto res = client_->Post("/effects", headers, r.body, "application/json");
   ex.duration_us = micros_since(start);
@@ -142,10 +131,10 @@ PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
 }
 
 StatusExchange HttpRemote::status(const std::string& operation_id, std::int64_t logical_time_s) {
-  const auto headers = to_httplib(protocol::logical_time_headers(logical_time_s));
+  const auto wire_headers = protocol::logical_time_headers(logical_time_s);
+  const auto headers = to_httplib(wire_headers);
   const std::string path = "/status/" + operation_id;
-  HttpExchange ex;
-  ex.request = {{"method", "GET"}, {"path", path}, {"headers", headers_json(headers)}};
+  auto ex = sent("GET", path, wire_headers);
   const auto start = Clock::now();
   auto res = client_->Get(path, headers);
   ex.duration_us = micros_since(start);
@@ -162,10 +151,10 @@ StatusExchange HttpRemote::status(const std::string& operation_id, std::int64_t 
 }
 
 GcExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logical_time_s) {
-  const auto headers = to_httplib(protocol::logical_time_headers(logical_time_s));
+  const auto wire_headers = protocol::logical_time_headers(logical_time_s);
+  const auto headers = to_httplib(wire_headers);
   const std::string path = "/maintenance/gc/" + operation_id;
-  HttpExchange ex;
-  ex.request = {{"method", "POST"}, {"path", path}, {"headers", headers_json(headers)}};
+  auto ex = sent("POST", path, wire_headers);
   const auto start = Clock::now();
   auto res = client_->Post(path, headers, "{}", "application/json");
   ex.duration_us = micros_since(start);

@@ -26,6 +26,16 @@ nlohmann::json HttpExchange::to_json() const {
           {"duration_us", duration_us}};
 }
 
+HttpExchange sent(std::string method, std::string path, const std::vector<std::pair<std::string, std::string>>& headers,
+                  const std::optional<std::string>& body) {
+  nlohmann::json written = nlohmann::json::object();
+  for (const auto& [name, value] : headers) written[name] = value;
+  HttpExchange out;
+  out.request = {{"method", std::move(method)}, {"path", std::move(path)}, {"headers", std::move(written)}};
+  if (body) out.request["body"] = *body;
+  return out;
+}
+
 PostExchange read_post(HttpExchange exchange, TransportOutcome outcome, const std::string& what) {
   PostExchange out{std::move(exchange), {}};
   out.outcome = outcome;

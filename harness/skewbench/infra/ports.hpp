@@ -30,17 +30,7 @@ inline constexpr auto kTransportOutcomes =
                                   {TransportOutcome::FencedOut, "FENCED_OUT"}});
 constexpr std::string_view to_string(TransportOutcome outcome) { return kTransportOutcomes.name(outcome); }
 
-struct PostEffectRequest {
-  std::string operation_id;
-  std::string idempotency_key;
-  std::int64_t ttl_s = 60;
-  std::int64_t logical_time_s = 0;
-  bool drop_ack = false;
-  std::string body;
-  // When set, the POST carries the temporal fence (X-Require-Temporal-Fence: 1,
-  // X-Expected-Temporal-Epoch: N) and the remote refuses it on any other epoch.
-  std::optional<std::int64_t> expected_temporal_epoch;
-};
+using PostEffectRequest = remote_effect::PostEffect;
 
 // One request and what came back, as recorded in the timeline.
 struct HttpExchange {
@@ -55,6 +45,11 @@ struct HttpExchange {
   // The exchange as the evidence's timeline records it.
   nlohmann::json to_json() const;
 };
+
+// An exchange whose request is recorded as sent (method, path, headers, and
+// the body of a POST /effects), before anything came back.
+HttpExchange sent(std::string method, std::string path, const std::vector<std::pair<std::string, std::string>>& headers,
+                  const std::optional<std::string>& body = std::nullopt);
 
 // An exchange and its answer, read by the protocol's reader. The raw exchange
 // stays for the evidence; the steps act on the typed answer.
