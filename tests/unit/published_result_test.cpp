@@ -231,6 +231,31 @@ TEST_CASE("a published section that ended in ERROR leaves its checks in error, n
   CHECK(evidence::score_line(published) == "6 of 6 points that ran; 4 in ERROR");
 }
 
+TEST_CASE("a section that ran without the step a check reads leaves that check not measured, never failed") {
+  auto run = run_on_fakes(shipped_documents());
+  auto& timeline = run.results[2].timeline;  // 018-uncertainty: the TIME_UNKNOWN section
+  std::erase_if(timeline, [](const runner::StepRecord& r) { return r.role == steps::StepRole::Recovery; });
+  const auto published = run.published();
+  const auto& c = check_by_id(published, "skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles");
+  CHECK(c["status"] == "not_measured");
+  CHECK(c["passed"] == nullptr);
+  CHECK(c["points"] == nullptr);
+  CHECK(c["evidence"]["reason"] == "no recovery step ran");
+  CHECK(published["score"] == 8);
+  CHECK(published["score_coverage"]["complete"] == false);
+  CHECK(published["score_coverage"]["points_not_measured"] == 2);
+  CHECK(published["score_coverage"]["checks"]["not_measured"].size() == 1);
+  CHECK(published["outcome"] == "incomplete");
+  CHECK(evidence::score_line(published) == "8 of 8 points that ran; 2 not measured");
+  const auto md = evidence::published_checks_markdown(published);
+  CHECK_THAT(md, ContainsSubstring(
+                     "| skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles | not measured (no recovery "
+                     "step ran) | -/2 |"));
+  CHECK_THAT(md, !ContainsSubstring("**no**"));
+  CHECK_THAT(evidence::published_checks_text(published),
+             ContainsSubstring("not measured skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles"));
+}
+
 TEST_CASE("a failed check outranks checks that did not run in the published outcome") {
   auto doc = shipped_document("018-uncertainty.json");
   doc["policy"]["max_clock_error_s"] = 5;

@@ -204,7 +204,7 @@ bool observations_disagree(const json& observations) {
 }
 
 CheckOutcome no_recovery(const char* section) {
-  return {false, {{"section", section}, {"reason", "no recover step ran"}}};
+  return CheckOutcome::not_measured({{"section", section}, {"reason", "no recovery step ran"}});
 }
 
 CheckOutcome disagreement(const SectionRuns& runs) {

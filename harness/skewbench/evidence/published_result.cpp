@@ -15,10 +15,12 @@ namespace {
 
 using nlohmann::json;
 
-inline constexpr const char* kPassed = "passed";
-inline constexpr const char* kFailed = "failed";
-inline constexpr const char* kNotRun = "not_run";
-inline constexpr const char* kError = "error";
+std::string status_word(CheckStatus status) { return std::string(kCheckStatuses.name(status)); }
+const std::string kPassed = status_word(CheckStatus::Passed);
+const std::string kFailed = status_word(CheckStatus::Failed);
+const std::string kNotMeasured = status_word(CheckStatus::NotMeasured);
+const std::string kNotRun = status_word(CheckStatus::NotRun);
+const std::string kError = status_word(CheckStatus::Error);
 
 SectionRuns collect_sections(const PublishedBenchmark& benchmark,
                              const std::vector<const scenario::Scenario*>& scenarios,
@@ -87,18 +89,25 @@ json check_json(const PublishedCheck& check, const SectionRuns& runs, int points
     return out;
   }
   auto outcome = check.evaluate(runs);
-  out["status"] = outcome.passed ? kPassed : kFailed;
-  out["passed"] = outcome.passed;
-  out["points"] = outcome.passed ? points : 0;
+  out["status"] = status_word(outcome.status);
   out["evidence"] = std::move(outcome.evidence);
+  if (outcome.status == CheckStatus::NotMeasured) {
+    out["passed"] = nullptr;
+    out["points"] = nullptr;
+    return out;
+  }
+  const bool passed = outcome.status == CheckStatus::Passed;
+  out["passed"] = passed;
+  out["points"] = passed ? points : 0;
   return out;
 }
 
 // How much of the published score this run could decide.
 json score_coverage(const json& checks) {
-  json by_status = {
-      {kPassed, json::array()}, {kFailed, json::array()}, {kNotRun, json::array()}, {kError, json::array()}};
+  json by_status = json::object();
+  for (const auto status : kCheckStatuses.values()) by_status[status_word(status)] = json::array();
   int points_that_ran = 0;
+  int points_not_measured = 0;
   int points_not_run = 0;
   int points_in_error = 0;
   for (const auto& c : checks) {
@@ -109,13 +118,16 @@ json score_coverage(const json& checks) {
       points_not_run += max_points;
     } else if (status == kError) {
       points_in_error += max_points;
+    } else if (status == kNotMeasured) {
+      points_not_measured += max_points;
     } else {
       points_that_ran += max_points;
     }
   }
-  return {{"complete", points_not_run == 0 && points_in_error == 0},
+  return {{"complete", points_not_run == 0 && points_in_error == 0 && points_not_measured == 0},
           {"checks", by_status},
           {"points_that_ran", points_that_ran},
+          {"points_not_measured", points_not_measured},
           {"points_not_run", points_not_run},
           {"points_in_error", points_in_error}};
 }
@@ -126,7 +138,7 @@ std::string outcome_of(const json& coverage) {
   const auto& checks = coverage["checks"];
   if (!checks[kError].empty()) return "error";
   if (!checks[kFailed].empty()) return "fail";
-  if (!checks[kNotRun].empty()) return "incomplete";
+  if (!checks[kNotRun].empty() || !checks[kNotMeasured].empty()) return "incomplete";
   return "pass";
 }
 
@@ -158,6 +170,7 @@ std::string check_mark(const json& c) {
   if (status == kPassed) return "yes";
   if (status == kFailed) return "no";
   if (status == kNotRun) return "not run";
+  if (status == kNotMeasured) return "not measured";
   return "ERROR";
 }
 
@@ -165,7 +178,7 @@ std::string check_mark(const json& c) {
 std::string not_evaluated_reason(const json& c) {
   const std::pair<const char*, const char*> kinds[] = {{"sections_not_run", "not in this run: "},
                                                        {"sections_in_error", "in ERROR: "}};
-  std::string reason;
+  std::string reason = c["status"] == kNotMeasured ? c["evidence"].value("reason", std::string()) : std::string();
   for (const auto& [key, label] : kinds) {
     const auto names = c["evidence"].value(key, json::array());
     if (names.empty()) continue;
@@ -184,8 +197,8 @@ std::string incomplete_note(const json& published) {
   const auto& checks = published["score_coverage"]["checks"];
   const auto total = published["checks"].size();
   std::ostringstream out;
-  out << "incomplete: " << (checks[kNotRun].size() + checks[kError].size()) << " of " << total
-      << " published checks were not evaluated";
+  out << "incomplete: " << (checks[kNotRun].size() + checks[kError].size() + checks[kNotMeasured].size()) << " of "
+      << total << " published checks were not evaluated";
   return out.str();
 }
 
@@ -250,6 +263,8 @@ std::string score_line(const json& published) {
   const auto score = std::to_string(published["score"].get<int>());
   if (coverage["complete"].get<bool>()) return score + "/" + std::to_string(published["max_score"].get<int>());
   std::string line = score + " of " + std::to_string(coverage["points_that_ran"].get<int>()) + " points that ran";
+  if (const int n = coverage["points_not_measured"].get<int>(); n > 0)
+    line += "; " + std::to_string(n) + " not measured";
   if (const int n = coverage["points_not_run"].get<int>(); n > 0) line += "; " + std::to_string(n) + " not run";
   if (const int n = coverage["points_in_error"].get<int>(); n > 0) line += "; " + std::to_string(n) + " in ERROR";
   return line;

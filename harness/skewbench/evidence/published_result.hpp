@@ -13,10 +13,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/vocabulary.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -74,10 +76,31 @@ struct SectionRun {
 
 using SectionRuns = std::map<std::string, SectionRun, std::less<>>;
 
-// What a check function decided from the measured values.
+// What became of one published check, as the result file spells it: passed
+// or failed on measured values; not measured (its sections ran, but not the
+// step it reads); not run (a section it reads was not in the run); in error
+// (a section it reads ended in ERROR). Only "passed" earns points.
+enum class CheckStatus { Passed, Failed, NotMeasured, NotRun, Error };
+inline constexpr auto kCheckStatuses = vocabulary<CheckStatus>({{CheckStatus::Passed, "passed"},
+                                                                {CheckStatus::Failed, "failed"},
+                                                                {CheckStatus::NotMeasured, "not_measured"},
+                                                                {CheckStatus::NotRun, "not_run"},
+                                                                {CheckStatus::Error, "error"}});
+
+// What a check function decided from the measured values: passed, failed, or
+// not measured when a value it needs was never observed (that is not a
+// failure, and never a pass).
 struct CheckOutcome {
-  bool passed = false;
-  nlohmann::json evidence = nlohmann::json::object();
+  CheckOutcome(bool passed, nlohmann::json measured)
+      : status(passed ? CheckStatus::Passed : CheckStatus::Failed), evidence(std::move(measured)) {}
+  static CheckOutcome not_measured(nlohmann::json why) {
+    CheckOutcome out(false, std::move(why));
+    out.status = CheckStatus::NotMeasured;
+    return out;
+  }
+
+  CheckStatus status;
+  nlohmann::json evidence;
 };
 
 struct PublishedCheck {

@@ -114,8 +114,9 @@ json final_counts(const SectionRun& run) { return remote_counts(run.final_measur
 
 json effects(const SectionRun& run) { return run.final_measurement()["effect_count"]; }
 
+// A check whose section ran without the step it reads: not measured.
 CheckOutcome no_step(const char* section, const char* kind) {
-  return {false, {{"section", section}, {"reason", std::string("no ") + kind + " step ran"}}};
+  return CheckOutcome::not_measured({{"section", section}, {"reason", std::string("no ") + kind + " step ran"}});
 }
 
 // --- #015 HTTP idempotency boundary ----------------------------------------
