@@ -49,7 +49,7 @@ TEST_CASE("the three #018 scenarios reproduce the published numbers and result.j
 
   const auto summary = read_json(out.path() / "summary.json");
   CHECK(summary["outcome"] == "pass");
-  CHECK(summary["schema_version"] == "skewbench-evidence/1");
+  CHECK(summary["schema_version"] == "skewbench-evidence/2");
 
   const auto unsafe = row_for(summary, "018-unsafe-node-local");
   CHECK(unsafe["temporal_state"] == "EXPIRED");

@@ -8,11 +8,13 @@
 
 #include "common/vocabulary.hpp"
 #include "compare/compare.hpp"
+#include "evidence/published_result.hpp"
 #include "infra/ports.hpp"
 #include "policy/temporal.hpp"
 #include "remote_effect/protocol.hpp"
 #include "runner/stack.hpp"
 #include "scenario/verdict.hpp"
+#include "steps/step.hpp"
 
 namespace {
 
@@ -53,6 +55,9 @@ TEST_CASE("every vocabulary is closed: one spelling a value, read back, nothing 
   check_closed(compare::kRowStatuses, 3);
   check_closed(scenario::kVerdicts, 4);
   check_closed(runner::kDurabilities, 2);
+  check_closed(remote_effect::kOperationStatuses, 3);
+  check_closed(steps::kRetryIdentities, 2);
+  check_closed(evidence::kCheckStatuses, 5);
 }
 
 TEST_CASE("the spellings are the wire's and the evidence's words") {
@@ -63,4 +68,7 @@ TEST_CASE("the spellings are the wire's and the evidence's words") {
   CHECK(infra::to_string(infra::TransportOutcome::AckUnknown) == "ACK_UNKNOWN");
   CHECK(scenario::verdict_words() == "SAFE, CONFLICT, HELD or ERROR");
   CHECK(runner::kDurabilities.listed() == "durable or throwaway");
+  CHECK(remote_effect::status_name(2) == "conflict");
+  CHECK(steps::to_string(steps::RetryIdentity::NewKeyPerAttempt) == "new_key_per_attempt");
+  CHECK(evidence::kCheckStatuses.name(evidence::CheckStatus::NotMeasured) == "not_measured");
 }

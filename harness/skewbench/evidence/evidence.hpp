@@ -18,7 +18,11 @@
 
 namespace skewbench::evidence {
 
-inline constexpr const char* kSchemaVersion = "skewbench-evidence/1";
+// The version of every artifact's format. 2: every step observes what it did
+// whatever the scenario declares (the key and attempt of each POST, the
+// remote's ack_drops at each observation, its dedupe mode and durable records
+// in the closing measurement). compare refuses to hold two versions together.
+inline constexpr const char* kSchemaVersion = "skewbench-evidence/2";
 // The PostgreSQL major the published #018 run used.
 inline constexpr int kReferencePostgresMajor = 17;
 

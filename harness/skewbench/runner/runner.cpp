@@ -22,7 +22,7 @@ json optional_name(const std::optional<T>& value) {
 // The closing measurement, read back from the remote's own state and from the
 // outbox at the reference time of the last step.
 FinalMeasurement measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const steps::StepContext& context,
-                               time::LogicalSeconds at_s, bool with_dedupe_mode) {
+                               time::LogicalSeconds at_s) {
   const auto ex = remote.status(context.operation_id, at_s);
   FinalMeasurement out;
   out.evaluation_time_s = at_s;
@@ -31,9 +31,8 @@ FinalMeasurement measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbo
   out.outbox_status = row.status;
   out.delivery_attempts = row.delivery_attempts;
   out.business_state = row.business_state;
-  // Only scenarios that declare a dedupe mode measure it, so the closing
-  // measurements (and core digests) of the others stay as they were.
-  if (with_dedupe_mode) out.dedupe = {ex.answer.idempotency_mode, ex.answer.durable_idempotency_records};
+  out.idempotency_mode = ex.answer.idempotency_mode;
+  out.durable_idempotency_records = ex.answer.durable_idempotency_records;
   return out;
 }
 
@@ -91,11 +90,8 @@ json FinalMeasurement::to_json(Verdict verdict) const {
       {"business_state", business_state},
       {"verdict", verdict},
   };
-  if (dedupe) {
-    out["idempotency_mode"] = dedupe->mode ? json(remote_effect::dedupe_mode_name(*dedupe->mode)) : json(nullptr);
-    out["durable_idempotency_records"] =
-        dedupe->durable_idempotency_records ? json(*dedupe->durable_idempotency_records) : json(nullptr);
-  }
+  out["idempotency_mode"] = idempotency_mode ? json(remote_effect::dedupe_mode_name(*idempotency_mode)) : json(nullptr);
+  out["durable_idempotency_records"] = durable_idempotency_records ? json(*durable_idempotency_records) : json(nullptr);
   return out;
 }
 
@@ -253,8 +249,7 @@ void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& co
     run_step(s, i, context, result);
   }
   const auto last_at_s = s.steps.back().step->at_s();
-  result.final_measurement =
-      measure_final(remote_, outbox_, context, context.reference_time(last_at_s), s.dedupe_mode.has_value());
+  result.final_measurement = measure_final(remote_, outbox_, context, context.reference_time(last_at_s));
   result.verdict = compute_verdict(result.final_measurement, result.timeline);
 }
 

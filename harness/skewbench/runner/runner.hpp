@@ -62,13 +62,10 @@ struct FinalMeasurement {
   std::string outbox_status;  // pending | delivered
   std::int64_t delivery_attempts = 0;
   std::string business_state;
-  // The remote's dedupe mode and durable records, measured by the scenarios
-  // that declare a mode (nullopt inside when the remote did not report it).
-  struct Dedupe {
-    std::optional<remote_effect::DedupeMode> mode;
-    std::optional<std::int64_t> durable_idempotency_records;
-  };
-  std::optional<Dedupe> dedupe;
+  // The remote's dedupe mode and the operation's records in its durable key
+  // table; nullopt when the remote does not report them.
+  std::optional<remote_effect::DedupeMode> idempotency_mode;
+  std::optional<std::int64_t> durable_idempotency_records;
 
   // As the evidence's "final" writes it, with the verdict computed from it.
   nlohmann::json to_json(Verdict verdict) const;

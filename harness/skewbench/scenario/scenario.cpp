@@ -120,15 +120,15 @@ steps::OperationSettings read_operation(ObjectReader& root, const std::string& s
     return op;
   }
   ObjectReader reader(*spec, "$.operation");
-  op.declared = true;
   op.name = reader.require_string("name");
   require_id(op.name, "$.operation.name");
-  const auto identity = reader.optional_string("retry_identity").value_or("stable_key");
-  if (identity == "new_key_per_attempt") {
-    op.retry_identity = steps::RetryIdentity::NewKeyPerAttempt;
-  } else if (identity != "stable_key") {
-    throw InputError("$.operation.retry_identity",
-                     "\"" + identity + "\" is not one of: stable_key, new_key_per_attempt");
+  if (const auto identity = reader.optional_string("retry_identity")) {
+    const auto parsed = steps::kRetryIdentities.parse(*identity);
+    if (!parsed) {
+      throw InputError("$.operation.retry_identity",
+                       "\"" + *identity + "\" is not one of: " + text::join(steps::kRetryIdentities.names(), ", "));
+    }
+    op.retry_identity = *parsed;
   }
   op.minted_key_prefix = reader.optional_string("minted_key_prefix").value_or(op.name);
   // The commit writes version + 1.

@@ -64,12 +64,8 @@ Delivered deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack
       {"effect_count", nullptr},
       {"post_requests", nullptr},
   };
-  // Only scenarios that name their operation observe the key by name, so the
-  // observations (and core digests) of the others stay as they were.
-  if (ctx.operation.declared) {
-    observed["idempotency_key"] = key.name;
-    observed["attempt"] = key.attempt;
-  }
+  observed["idempotency_key"] = key.name;
+  observed["attempt"] = key.attempt;
   const auto& answer = ex.answer;
   if (outcome == infra::TransportOutcome::FencedOut) {
     observed["delivery"] = delivery_json(answer.delivery);
@@ -164,7 +160,7 @@ class ObserveStep final : public Step {
         {"temporal_state", state},
         {"expires_at_s", opt(row.key_expires_at_s)},
     };
-    if (ctx.operation.declared) out.observed["ack_drops"] = snapshot.ack_drops;
+    out.observed["ack_drops"] = snapshot.ack_drops;
     return out;
   }
 
@@ -200,10 +196,8 @@ void replay_delivery(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) 
   o["replayed"] = true;
   o["transport_outcome"] = first["transport_outcome"];
   o["delivery"] = first["delivery"];
-  if (first.contains("idempotency_key")) {
-    o["idempotency_key"] = first["idempotency_key"];
-    o["attempt"] = first["attempt"];
-  }
+  o["idempotency_key"] = first["idempotency_key"];
+  o["attempt"] = first["attempt"];
   if (delivered.outcome != infra::TransportOutcome::FencedOut) return;
   o["replay_http_status"] = first["http_status"];
   o["fence_error"] = first["fence_error"];

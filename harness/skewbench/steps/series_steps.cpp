@@ -11,9 +11,7 @@ namespace skewbench::steps {
 
 using nlohmann::json;
 
-std::string_view to_string(RetryIdentity identity) {
-  return identity == RetryIdentity::StableKey ? "stable_key" : "new_key_per_attempt";
-}
+std::string_view to_string(RetryIdentity identity) { return kRetryIdentities.name(identity); }
 
 LogicalSeconds StepContext::read_clock(const std::string& node_id, LogicalSeconds at_s) {
   const auto reading_s = clock(node_id).read(reference_time(at_s));

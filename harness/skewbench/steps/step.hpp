@@ -21,6 +21,7 @@
 
 #include "common/json_reader.hpp"
 #include "common/registry.hpp"
+#include "common/vocabulary.hpp"
 #include "infra/ports.hpp"
 #include "infra/remote_snapshot.hpp"
 #include "policy/policy.hpp"
@@ -64,10 +65,12 @@ enum class RetryIdentity {
   StableKey,         // every attempt reuses the operation's stable key
   NewKeyPerAttempt,  // every attempt mints a new key "<prefix>:attempt:N" (unsafe)
 };
+// As a scenario's $.operation.retry_identity spells it.
+inline constexpr auto kRetryIdentities = vocabulary<RetryIdentity>(
+    {{RetryIdentity::StableKey, "stable_key"}, {RetryIdentity::NewKeyPerAttempt, "new_key_per_attempt"}});
 
 struct OperationSettings {
-  std::string name;       // the operation's name; the scenario id when not declared
-  bool declared = false;  // the scenario has an "operation" object
+  std::string name;  // the operation's name; the scenario id when not declared
   RetryIdentity retry_identity = RetryIdentity::StableKey;
   std::string minted_key_prefix;              // defaults to name
   std::int64_t initial_business_version = 0;  // the business row's version before the commit
