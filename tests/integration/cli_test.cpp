@@ -97,6 +97,26 @@ TEST_CASE("validate lists every broken file and exits 2") {
   CHECK_THAT(r.output, ContainsSubstring("3 of 3 files invalid"));
 }
 
+TEST_CASE(
+    "a report_as that names no published section is exit 2 from validate and run, naming the file, before any service "
+    "starts") {
+  TempDir dir("skewbench-cli");
+  auto doc = read_json(source_path("scenarios/018-uncertainty.json"));
+  doc["report_as"] = "018:no_such_section";
+  const auto file = dir.path() / "misnamed.json";
+  write_file_atomically(file, doc.dump());
+  for (const auto& command : {std::string("validate"), std::string("run")}) {
+    INFO(command);
+    const auto r = command == "run" ? run_skewbench({"run", file.string(), "--out", (dir.path() / "out").string()})
+                                    : run_skewbench({"validate", file.string()});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, ContainsSubstring("misnamed.json"));
+    CHECK_THAT(r.output, ContainsSubstring("$.report_as"));
+    CHECK_THAT(r.output, ContainsSubstring("\"018:no_such_section\" is not one of: 015:unsafe"));
+  }
+  CHECK_FALSE(fs::exists(dir.path() / "out"));
+}
+
 TEST_CASE("validate accepts the shipped grids and scenarios") {
   const auto r = run_skewbench({"validate", source_path("scenarios"), source_path("scenarios/sweeps")});
   INFO(r.output);

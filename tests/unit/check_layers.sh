@@ -12,7 +12,7 @@
 #   remote_effect/   includes common/ and remote_effect/
 #   skewbench/LAYER  includes common/, its own layer and the layers before it in
 #                    the order below; of remote_effect/ only the protocol
-#                    (protocol.hpp, answers.hpp) and, from runner on, the launcher; and evidence, report and compare include no
+#                    (protocol.hpp, answers.hpp) and, from runner on, the launcher; and evidence, published, artifacts, report and compare include no
 #                    infra adapter (they take plain descriptions instead)
 # The build enforces the order too (each layer's library sees only the headers
 # of the layers it links); this check names the file, line and include.
@@ -54,7 +54,7 @@ judge() {
   layer=${layer%%/*}
   if [[ -z ${rank[$layer]:-} ]]; then
     reason="skewbench/$layer is not a layer (declare it with skewbench_layer in harness/skewbench/CMakeLists.txt)"
-  elif [[ $layer =~ ^(evidence|report|compare)$ && -n ${adapter[$target]:-} ]]; then
+  elif [[ $layer =~ ^(evidence|published|artifacts|report|compare)$ && -n ${adapter[$target]:-} ]]; then
     reason="$layer uses no infra adapter: give it a plain description (infra/database_description.hpp)"
   elif [[ $folder == common ]]; then
     return
@@ -96,13 +96,13 @@ check_tree() {
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cp -R "$harness/." "$scratch/"
-echo '#include "sweep/cells.hpp"' >>"$scratch/skewbench/evidence/verify.cpp"
+echo '#include "sweep/cells.hpp"' >>"$scratch/skewbench/artifacts/verify.cpp"
 echo '#include "infra/pg_outbox.hpp"' >>"$scratch/skewbench/evidence/evidence.cpp"
 if planted=$(check_tree "$scratch"); then
   echo "FAIL: the check accepted a tree with planted includes that break the rules"
   exit 1
 fi
-for expected in 'skewbench/evidence/verify.cpp:.*"sweep/cells.hpp": evidence may not include sweep' \
+for expected in 'skewbench/artifacts/verify.cpp:.*"sweep/cells.hpp": artifacts may not include sweep' \
   'skewbench/evidence/evidence.cpp:.*"infra/pg_outbox.hpp": evidence uses no infra adapter'; do
   if ! grep -q "$expected" <<<"$planted"; then
     echo "FAIL: the check did not name the planted include ($expected); it said:"

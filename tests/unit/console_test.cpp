@@ -7,10 +7,10 @@
 
 #include <sstream>
 
+#include "artifacts/console.hpp"
+#include "artifacts/markdown.hpp"
 #include "common/text.hpp"
-#include "evidence/console.hpp"
 #include "evidence/evidence.hpp"
-#include "evidence/markdown.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "support/fakes.hpp"
@@ -59,22 +59,22 @@ std::size_t count_lines(const std::string& text, const std::string& needle) {
 }  // namespace
 
 TEST_CASE("the results table says its last column means as expected") {
-  const auto table = evidence::results_table({failing_result()});
+  const auto table = artifacts::results_table({failing_result()});
   CHECK_THAT(table, ContainsSubstring("as expected"));
   CHECK_THAT(table, ContainsSubstring("NO"));
 }
 
 TEST_CASE("the failures summary names the scenario, the check, the expected and the observed value") {
   const auto r = failing_result();
-  const auto summary = evidence::failures_summary({r, run_with_fakes(shipped("018-uncertainty.json"))});
+  const auto summary = artifacts::failures_summary({r, run_with_fakes(shipped("018-uncertainty.json"))});
   CHECK_THAT(summary, ContainsSubstring("FAILED " + r.scenario_id + ": final.effect_count: expected 1, observed 2"));
   CHECK(count_lines(summary, "FAILED") == 1);
-  CHECK(evidence::failures_summary({run_with_fakes(shipped("018-uncertainty.json"))}).empty());
+  CHECK(artifacts::failures_summary({run_with_fakes(shipped("018-uncertainty.json"))}).empty());
 }
 
 TEST_CASE("an ERROR scenario is one line with its error, not one line per unmeasured check") {
   const auto s = shipped("018-uncertainty.json");
-  const auto summary = evidence::failures_summary({errored(s, "connection refused")});
+  const auto summary = artifacts::failures_summary({errored(s, "connection refused")});
   CHECK_THAT(summary, ContainsSubstring("ERROR  " + s.id + ": connection refused"));
   CHECK_THAT(summary, !ContainsSubstring("not measured"));
 }
@@ -87,25 +87,25 @@ TEST_CASE("colour only on a terminal and only without NO_COLOR") {
   };
   const auto c = GENERATE(values<Case>(
       {{true, nullptr, true}, {true, "", true}, {true, "1", false}, {false, nullptr, false}, {false, "1", false}}));
-  CHECK(evidence::colour_wanted(c.terminal, c.no_color) == c.colour);
+  CHECK(artifacts::colour_wanted(c.terminal, c.no_color) == c.colour);
 }
 
 TEST_CASE("without colour the console holds no escape sequence, and with colour it does") {
   const std::vector<runner::ScenarioResult> results = {failing_result()};
-  CHECK(evidence::results_table(results, false).find('\x1b') == std::string::npos);
-  CHECK(evidence::failures_summary(results, false).find('\x1b') == std::string::npos);
-  const auto coloured = evidence::results_table(results, true);
+  CHECK(artifacts::results_table(results, false).find('\x1b') == std::string::npos);
+  CHECK(artifacts::failures_summary(results, false).find('\x1b') == std::string::npos);
+  const auto coloured = artifacts::results_table(results, true);
   CHECK(coloured.find('\x1b') != std::string::npos);
 }
 
 TEST_CASE("run's JSON summary lists every scenario and every failed check") {
   const auto r = failing_result();
-  const auto j = evidence::run_json({r}, {.evidence_dir = "out",
-                                          .core_digest = "d",
-                                          .warnings = {},
-                                          .exit_code = 1,
-                                          .published = nullptr,
-                                          .published_series = {}});
+  const auto j = artifacts::run_json({r}, {.evidence_dir = "out",
+                                           .core_digest = "d",
+                                           .warnings = {},
+                                           .exit_code = 1,
+                                           .published = nullptr,
+                                           .published_series = {}});
   CHECK(j["exit_code"] == 1);
   CHECK(j["scenarios"][0]["as_expected"] == false);
   REQUIRE(j["failures"].size() == 1);
@@ -131,7 +131,7 @@ TEST_CASE("RESULT.md after an infrastructure error has one line per ERROR scenar
   env.run_id = "r1";
   const json summary = {{"outcome", "error"}, {"core_digest", "d"}};
   const auto md =
-      evidence::result_markdown(pointers, results, summary, evidence::published_files(pointers, results, env), env);
+      artifacts::result_markdown(pointers, results, summary, published::published_files(pointers, results, env), env);
   CHECK_THAT(md, !ContainsSubstring("not measured"));
   CHECK(count_lines(md, ": ERROR: ") == 3);
   CHECK_THAT(md, ContainsSubstring("Connection refused / Is the server running"));

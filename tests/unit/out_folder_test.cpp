@@ -11,12 +11,12 @@
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "artifacts/manifest.hpp"
+#include "artifacts/out_folder.hpp"
 #include "common/files.hpp"
-#include "evidence/manifest.hpp"
-#include "evidence/out_folder.hpp"
 
 using namespace skewbench;
-using namespace skewbench::evidence;
+using namespace skewbench::artifacts;
 using Catch::Matchers::ContainsSubstring;
 using nlohmann::json;
 namespace fs = std::filesystem;

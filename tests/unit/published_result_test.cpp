@@ -2,11 +2,15 @@
 // shipped scenarios run on the fakes; a run with other numbers; and runs that
 // cover only part of the published checks.
 
+#include <algorithm>
+#include <set>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "common/files.hpp"
 #include "evidence/evidence.hpp"
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "support/fakes.hpp"
@@ -35,7 +39,7 @@ struct FakeRun {
     evidence::RunEnvironment env;
     env.run_id = "rtest";
     env.postgresql = {{"server_version", "17.6 (Debian 17.6-1.pgdg120+1)"}, {"server_version_num", 170006}};
-    return evidence::published_result(pointers, results, env);
+    return published::published_result(pointers, results, env);
   }
 };
 
@@ -107,7 +111,7 @@ TEST_CASE("result.json keeps the five published check ids with 2 points each") {
   }
   CHECK(published["outcome"] == "pass");
   CHECK(published["score_coverage"]["complete"] == true);
-  CHECK(evidence::score_line(published) == "10/10");
+  CHECK(published::score_line(published) == "10/10");
 }
 
 TEST_CASE("database.server_version is the server's own major.minor, not the published one") {
@@ -115,7 +119,7 @@ TEST_CASE("database.server_version is the server's own major.minor, not the publ
   std::vector<const scenario::Scenario*> pointers = {&run.scenarios[0]};
   evidence::RunEnvironment env;
   env.postgresql = {{"server_version", "15.20 (Debian 15.20-0+deb12u1)"}, {"server_version_num", 150020}};
-  const auto published = evidence::published_result(pointers, run.results, env);
+  const auto published = published::published_result(pointers, run.results, env);
   CHECK(published["database"]["server_version"] == "15.20");
   CHECK(published["database"]["server_version_full"] == "15.20 (Debian 15.20-0+deb12u1)");
 }
@@ -197,7 +201,7 @@ TEST_CASE("a run of only the uncertainty scenario marks the other published chec
   CHECK(published["score_coverage"]["points_not_run"] == 8);
   CHECK(published["score_coverage"]["checks"]["not_run"].size() == 4);
   CHECK(published["outcome"] == "incomplete");
-  CHECK(evidence::score_line(published) == "2 of 2 points that ran; 8 not run");
+  CHECK(published::score_line(published) == "2 of 2 points that ran; 8 not run");
   CHECK(published["unsafe_node_clock"] == json{{"ran", false}});
   CHECK(field(published, "clock_model.node_b_offset_seconds") == 70);
   CHECK(field(published, "clock_model.authority_offset_seconds") == nullptr);
@@ -205,13 +209,13 @@ TEST_CASE("a run of only the uncertainty scenario marks the other published chec
 
 TEST_CASE("RESULT.md and the console say which published checks did not run") {
   const auto published = run_on_fakes({shipped_document("018-uncertainty.json")}).published();
-  const auto md = evidence::published_checks_markdown(published);
+  const auto md = published::published_checks_markdown(published);
   CHECK_THAT(md, ContainsSubstring("| caller_local_clock_expiry_allows_same_key_duplicate | not run"));
   CHECK_THAT(md, !ContainsSubstring("**no**"));
   CHECK_THAT(md, ContainsSubstring("| -/2 |"));
   CHECK_THAT(md, ContainsSubstring("Score: **2 of 2 points that ran; 8 not run**"));
   CHECK_THAT(md, ContainsSubstring("incomplete: 4 of 5 published checks were not evaluated"));
-  const auto text = evidence::published_checks_text(published);
+  const auto text = published::published_checks_text(published);
   CHECK_THAT(text, ContainsSubstring("score 2 of 2 points that ran; 8 not run"));
   CHECK_THAT(text, ContainsSubstring("not run  ttp_clock_authority_invariant_proved"));
   CHECK_THAT(text, ContainsSubstring("yes      skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles"));
@@ -228,7 +232,7 @@ TEST_CASE("a published section that ended in ERROR leaves its checks in error, n
   CHECK(check_by_id(published, "ttp_clock_authority_invariant_proved")["status"] == "error");
   CHECK(published["score"] == 6);
   CHECK(published["outcome"] == "error");
-  CHECK(evidence::score_line(published) == "6 of 6 points that ran; 4 in ERROR");
+  CHECK(published::score_line(published) == "6 of 6 points that ran; 4 in ERROR");
 }
 
 TEST_CASE("a section that ran without the step a check reads leaves that check not measured, never failed") {
@@ -246,13 +250,13 @@ TEST_CASE("a section that ran without the step a check reads leaves that check n
   CHECK(published["score_coverage"]["points_not_measured"] == 2);
   CHECK(published["score_coverage"]["checks"]["not_measured"].size() == 1);
   CHECK(published["outcome"] == "incomplete");
-  CHECK(evidence::score_line(published) == "8 of 8 points that ran; 2 not measured");
-  const auto md = evidence::published_checks_markdown(published);
+  CHECK(published::score_line(published) == "8 of 8 points that ran; 2 not measured");
+  const auto md = published::published_checks_markdown(published);
   CHECK_THAT(md, ContainsSubstring(
                      "| skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles | not measured (no recovery "
                      "step ran) | -/2 |"));
   CHECK_THAT(md, !ContainsSubstring("**no**"));
-  CHECK_THAT(evidence::published_checks_text(published),
+  CHECK_THAT(published::published_checks_text(published),
              ContainsSubstring("not measured skew_bound_crossing_expiry_preserves_time_unknown_and_reconciles"));
 }
 
@@ -262,14 +266,34 @@ TEST_CASE("a failed check outranks checks that did not run in the published outc
   doc["nodes"][2]["clock_offset_s"] = 0;  // node C reads T0+50: [T0+45, T0+55], before expiry: it replays
   const auto published = run_on_fakes({doc}).published();
   CHECK(published["outcome"] == "fail");
-  CHECK(evidence::score_line(published) == "0 of 2 points that ran; 8 not run");
+  CHECK(published::score_line(published) == "0 of 2 points that ran; 8 not run");
 }
 
-TEST_CASE("the #018 table names exactly the sections a scenario may report as") {
-  std::vector<std::string> table;
-  for (const auto& s : evidence::benchmark_018().sections) table.push_back(s.name);
-  const std::vector<std::string> scenario_sections(std::begin(scenario::kReportSections),
-                                                   std::end(scenario::kReportSections));
-  CHECK(table == scenario_sections);
-  CHECK(std::string(evidence::benchmark_018().result_file) == "result.json");
+TEST_CASE("the published tables name every section a scenario may report as, as the scenario schema lists them") {
+  const auto sections = published::report_sections();
+  std::vector<std::string> of_018;
+  for (const auto& s : published::benchmark_018().sections) of_018.emplace_back(s.name);
+  CHECK(of_018 == std::vector<std::string>{"unsafe_node_clock", "safe_clock_authority", "safe_skew_guard"});
+  CHECK(std::string(published::benchmark_018().result_file) == "result.json");
+  CHECK(sections.size() == 16);
+  CHECK(std::find(sections.begin(), sections.end(), "safe_skew_guard") != sections.end());
+  CHECK(std::find(sections.begin(), sections.end(), "019:safe_monotonic_watermark") != sections.end());
+  const auto schema = json::parse(read_file(std::string(SKEWBENCH_SOURCE_DIR) + "/schemas/scenario.schema.json"));
+  const auto listed = schema["properties"]["report_as"]["enum"].get<std::vector<std::string>>();
+  CHECK(std::set<std::string>(listed.begin(), listed.end()) == std::set<std::string>(sections.begin(), sections.end()));
+}
+
+TEST_CASE("a report_as that names no published section is refused, naming every section there is") {
+  auto doc = shipped_document("018-uncertainty.json");
+  const auto valid = scenario::parse_scenario(doc, "test");
+  CHECK_FALSE(published::report_as_problem(valid));
+  doc["report_as"] = "018:safe_skew_guard";  // #018's sections carry no prefix
+  const auto problem = published::report_as_problem(scenario::parse_scenario(doc, "test"));
+  REQUIRE(problem);
+  CHECK_THAT(*problem, ContainsSubstring("\"018:safe_skew_guard\" is not one of: 015:unsafe, "));
+  CHECK_THAT(*problem, ContainsSubstring(", safe_skew_guard, 019:temporal_aba_visibility"));
+  doc["report_as"] = "not a section";  // not even a section's name: the parser refuses it
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "test"), ContainsSubstring("$.report_as"));
+  doc.erase("report_as");
+  CHECK_FALSE(published::report_as_problem(scenario::parse_scenario(doc, "test")));
 }

@@ -8,9 +8,9 @@
 
 #include "common/vocabulary.hpp"
 #include "compare/compare.hpp"
-#include "evidence/published_result.hpp"
 #include "infra/ports.hpp"
 #include "policy/temporal.hpp"
+#include "published/published.hpp"
 #include "remote_effect/protocol.hpp"
 #include "runner/stack.hpp"
 #include "scenario/verdict.hpp"
@@ -57,7 +57,7 @@ TEST_CASE("every vocabulary is closed: one spelling a value, read back, nothing 
   check_closed(runner::kDurabilities, 2);
   check_closed(remote_effect::kOperationStatuses, 3);
   check_closed(steps::kRetryIdentities, 2);
-  check_closed(evidence::kCheckStatuses, 5);
+  check_closed(published::kCheckStatuses, 5);
 }
 
 TEST_CASE("the spellings are the wire's and the evidence's words") {
@@ -70,5 +70,5 @@ TEST_CASE("the spellings are the wire's and the evidence's words") {
   CHECK(runner::kDurabilities.listed() == "durable or throwaway");
   CHECK(remote_effect::status_name(2) == "conflict");
   CHECK(steps::to_string(steps::RetryIdentity::NewKeyPerAttempt) == "new_key_per_attempt");
-  CHECK(evidence::kCheckStatuses.name(evidence::CheckStatus::NotMeasured) == "not_measured");
+  CHECK(published::kCheckStatuses.name(published::CheckStatus::NotMeasured) == "not_measured");
 }

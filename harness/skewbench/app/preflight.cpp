@@ -17,10 +17,10 @@ bool remote_modes_match(const runner::StackOptions& services, const std::vector<
   return !problem;
 }
 
-std::unique_ptr<evidence::OutFolder> open_out_folder(const evidence::OutFolderRequest& request, Observer& observer) {
+std::unique_ptr<artifacts::OutFolder> open_out_folder(const artifacts::OutFolderRequest& request, Observer& observer) {
   try {
-    return std::make_unique<evidence::OutFolder>(request);
-  } catch (const evidence::OutFolderError& e) {
+    return std::make_unique<artifacts::OutFolder>(request);
+  } catch (const artifacts::OutFolderError& e) {
     observer.say(e.what());
     return nullptr;
   }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/observer.hpp"
-#include "evidence/out_folder.hpp"
+#include "artifacts/out_folder.hpp"
 #include "runner/stack.hpp"
 #include "scenario/scenario.hpp"
 
@@ -22,6 +22,6 @@ bool remote_modes_match(const runner::StackOptions& services, const std::vector<
                         Observer& observer);
 
 // An --out folder, checked, locked and probed; nullptr when it cannot be used.
-std::unique_ptr<evidence::OutFolder> open_out_folder(const evidence::OutFolderRequest& request, Observer& observer);
+std::unique_ptr<artifacts::OutFolder> open_out_folder(const artifacts::OutFolderRequest& request, Observer& observer);
 
 }  // namespace skewbench::app

@@ -5,10 +5,11 @@
 #include <filesystem>
 
 #include "app/preflight.hpp"
+#include "artifacts/out_folder.hpp"
+#include "artifacts/run_folder.hpp"
 #include "common/errors.hpp"
 #include "evidence/evidence.hpp"
-#include "evidence/out_folder.hpp"
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 #include "runner/session.hpp"
 #include "scenario/scenario.hpp"
 
@@ -29,7 +30,7 @@ int run_exit_code(const std::vector<runner::ScenarioResult>& results) {
 }
 
 // Writes the run's evidence into a hidden folder, then publishes it whole.
-std::string publish_run(evidence::OutFolder& out, const std::vector<const scenario::Scenario*>& scenarios,
+std::string publish_run(artifacts::OutFolder& out, const std::vector<const scenario::Scenario*>& scenarios,
                         const std::vector<runner::ScenarioResult>& results, const evidence::RunEnvironment& env) {
   const auto incoming = out.make_incoming(env.run_id);
   // On failure the space goes back: on a full disk the next attempt needs it.
@@ -39,13 +40,13 @@ std::string publish_run(evidence::OutFolder& out, const std::vector<const scenar
   };
   std::string digest;
   try {
-    digest = evidence::write_run_artifacts(incoming, scenarios, results, env);
+    digest = artifacts::write_run_artifacts(incoming, scenarios, results, env);
   } catch (const std::exception& e) {
     discard();
     throw std::runtime_error(std::string(e.what()) + "; the folder's earlier contents are unchanged");
   }
   try {
-    out.publish(incoming, evidence::FolderKind::kRun, env.run_id);
+    out.publish(incoming, artifacts::FolderKind::kRun, env.run_id);
   } catch (...) {
     discard();
     throw;
@@ -119,19 +120,19 @@ void record_infrastructure_error(const std::string& error, const std::vector<sce
 
 // The report of a published run: its evidence, and the published results of
 // the benchmarks whose sections it ran.
-evidence::RunReport run_report(const fs::path& out_dir, const std::string& digest,
-                               const std::vector<const scenario::Scenario*>& scenarios,
-                               const std::vector<runner::ScenarioResult>& results,
-                               const evidence::RunEnvironment& env) {
-  evidence::RunReport report{.evidence_dir = out_dir,
-                             .core_digest = digest,
-                             .warnings = env.warnings,
-                             .exit_code = run_exit_code(results),
-                             .published = nullptr,
-                             .published_series = {}};
-  for (auto& file : evidence::published_files(scenarios, results, env)) {
-    if (!evidence::run_reports_on(*file.benchmark, scenarios)) continue;
-    if (file.benchmark == &evidence::benchmark_018()) report.published = file.result;
+artifacts::RunReport run_report(const fs::path& out_dir, const std::string& digest,
+                                const std::vector<const scenario::Scenario*>& scenarios,
+                                const std::vector<runner::ScenarioResult>& results,
+                                const evidence::RunEnvironment& env) {
+  artifacts::RunReport report{.evidence_dir = out_dir,
+                              .core_digest = digest,
+                              .warnings = env.warnings,
+                              .exit_code = run_exit_code(results),
+                              .published = nullptr,
+                              .published_series = {}};
+  for (auto& file : published::published_files(scenarios, results, env)) {
+    if (!published::run_reports_on(*file.benchmark, scenarios)) continue;
+    if (file.benchmark == &published::benchmark_018()) report.published = file.result;
     report.published_series.push_back(std::move(file.result));
   }
   return report;
@@ -139,7 +140,7 @@ evidence::RunReport run_report(const fs::path& out_dir, const std::string& diges
 
 // Runs the loaded scenarios into the opened folder and publishes the evidence.
 RunOutcome run_into(const RunRequest& request, const std::vector<scenario::Scenario>& scenarios,
-                    evidence::OutFolder& out, const std::atomic<bool>& stop, Observer& observer) {
+                    artifacts::OutFolder& out, const std::atomic<bool>& stop, Observer& observer) {
   evidence::RunEnvironment env;
   env.run_id = runner::new_run_id();
   env.started_at_utc = evidence::utc_now_iso8601();  // replaced once the services answer
@@ -184,6 +185,13 @@ std::optional<std::vector<scenario::Scenario>> checked_scenarios(const RunReques
     observer.say(std::string("invalid scenario: ") + e.what());
     return std::nullopt;
   }
+  for (const auto& s : scenarios) {
+    if (const auto problem = published::report_as_problem(s)) {
+      observer.say(std::string("invalid scenario: ") +
+                   scenario::ScenarioFileError(s.source, "$.report_as", *problem).what());
+      return std::nullopt;
+    }
+  }
   if (!service_options_are_usable(request.services, observer)) return std::nullopt;
   if (!remote_modes_match(request.services, scenarios, observer)) return std::nullopt;
   if (const auto problem = runner::control_step_problem(request.services, scenarios)) {
@@ -202,7 +210,7 @@ RunOutcome run(const RunRequest& request, const std::atomic<bool>& stop, Observe
   for (const auto& s : *scenarios) inputs.emplace_back(s.source);
   // Checked, locked and probed before any service starts; held to the end.
   const auto out = open_out_folder({.path = request.out_dir,
-                                    .kind = evidence::FolderKind::kRun,
+                                    .kind = artifacts::FolderKind::kRun,
                                     .overwrite = request.overwrite,
                                     .resume = false,
                                     .inputs = inputs,

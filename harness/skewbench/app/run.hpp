@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "app/observer.hpp"
-#include "evidence/console.hpp"
+#include "artifacts/console.hpp"
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 
@@ -27,7 +27,7 @@ struct RunOutcome {
   int exit_code = 0;  // common/errors.hpp
   std::vector<runner::ScenarioResult> results;
   // Set once the evidence is published; absent when the run stopped before.
-  std::optional<evidence::RunReport> report;
+  std::optional<artifacts::RunReport> report;
 };
 
 // Runs the scenarios of `request`; `stop` (SIGINT/SIGTERM) is read between

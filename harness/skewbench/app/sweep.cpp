@@ -4,13 +4,13 @@
 #include <thread>
 
 #include "app/preflight.hpp"
+#include "artifacts/manifest.hpp"
+#include "artifacts/out_folder.hpp"
 #include "common/digest.hpp"
 #include "common/errors.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "evidence/evidence.hpp"
-#include "evidence/manifest.hpp"
-#include "evidence/out_folder.hpp"
 #include "runner/runner.hpp"
 #include "runner/session.hpp"
 #include "sweep/cells.hpp"
@@ -74,11 +74,11 @@ std::unique_ptr<sweep::PreviousCells> cells_to_resume(const fs::path& dir, const
 }
 
 // Writes sweep.json, then the manifest of the sweep's files.
-void write_sweep_files(evidence::OutFolder& out, const json& summary, const std::string& run_id) {
+void write_sweep_files(artifacts::OutFolder& out, const json& summary, const std::string& run_id) {
   sync_path(out.path() / kCellsFile);
   write_file_atomically(out.path() / "sweep.json", summary.dump(2) + "\n");
-  write_manifest(out.path(),
-                 evidence::make_manifest(out.path(), evidence::FolderKind::kSweep, run_id, {kCellsFile, "sweep.json"}));
+  write_manifest(out.path(), artifacts::make_manifest(out.path(), artifacts::FolderKind::kSweep, run_id,
+                                                      {kCellsFile, "sweep.json"}));
 }
 
 // What a sweep records of its services before the first cell.
@@ -89,7 +89,7 @@ struct SweepEnvironment {
 
 // sweep.json and the manifest before the first cell: a sweep killed part-way
 // can then be resumed or overwritten.
-void start_sweep_files(evidence::OutFolder& out, const SweepPlan& plan, const SweepEnvironment& env, unsigned jobs,
+void start_sweep_files(artifacts::OutFolder& out, const SweepPlan& plan, const SweepEnvironment& env, unsigned jobs,
                        const std::string& run_id) {
   out.remove_previous();
   write_file_atomically(out.path() / kCellsFile, "");
@@ -152,7 +152,7 @@ sweep::SweepSettings cell_settings(const SweepRequest& request, const SweepPlan&
 struct SweepRun {
   const SweepPlan& plan;
   const scenario::Scenario& base;  // cell 0's scenario: its dedupe mode is every cell's
-  evidence::OutFolder& out;
+  artifacts::OutFolder& out;
   sweep::PreviousCells* previous;
   unsigned jobs;
 };
@@ -307,7 +307,7 @@ SweepResult sweep(const SweepRequest& request, const std::atomic<bool>& stop, Ob
   const auto jobs = checked_jobs(request, plan->grid, base, observer);
   if (jobs == 0) return usage_error();
   const auto out = open_out_folder({.path = request.out_dir,
-                                    .kind = evidence::FolderKind::kSweep,
+                                    .kind = artifacts::FolderKind::kSweep,
                                     .overwrite = request.overwrite,
                                     .resume = request.resume,
                                     .inputs = {request.grid_path, base_scenario_path(request.grid_path, plan->grid)},
@@ -326,7 +326,7 @@ namespace {
 // Publishes the merged sweep, written into a hidden folder, whole.
 MergeResult merge_into(const MergeRequest& request, sweep::ShardMerge& shards, Observer& observer) {
   const auto out = open_out_folder({.path = request.out_dir,
-                                    .kind = evidence::FolderKind::kSweep,
+                                    .kind = artifacts::FolderKind::kSweep,
                                     .overwrite = request.overwrite,
                                     .resume = false,
                                     .inputs = {request.shard_dirs.begin(), request.shard_dirs.end()},
@@ -338,7 +338,7 @@ MergeResult merge_into(const MergeRequest& request, sweep::ShardMerge& shards, O
   const auto incoming = out->make_incoming(run_id);
   const auto merged = shards.write(incoming);
   try {
-    out->publish(incoming, evidence::FolderKind::kSweep, run_id);
+    out->publish(incoming, artifacts::FolderKind::kSweep, run_id);
   } catch (const std::exception& e) {
     std::error_code ignored;
     fs::remove_all(incoming, ignored);

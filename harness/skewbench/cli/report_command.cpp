@@ -8,10 +8,10 @@
 
 #include <unistd.h>
 
+#include "artifacts/out_folder.hpp"
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
 #include "common/files.hpp"
-#include "evidence/out_folder.hpp"
 #include "report/report.hpp"
 
 namespace skewbench::cli {
@@ -22,9 +22,9 @@ int render_report(const ReportArgs& args) {
   // skewbench process writes that folder.
   std::unique_ptr<FileLock> lock;
   std::error_code ec;
-  if (std::filesystem::exists(out_dir / evidence::kManifestFile, ec)) {
+  if (std::filesystem::exists(out_dir / artifacts::kManifestFile, ec)) {
     try {
-      lock = std::make_unique<FileLock>(out_dir / evidence::kLockFile,
+      lock = std::make_unique<FileLock>(out_dir / artifacts::kLockFile,
                                         "pid " + std::to_string(::getpid()) + " (skewbench report)");
     } catch (const std::exception& e) {
       std::cerr << "skewbench: cannot report: " << e.what() << "\n";
@@ -40,7 +40,7 @@ int render_report(const ReportArgs& args) {
     const auto files = report::write_report(args.sweep_dir, out_dir);
     auto written = files.maps;
     written.push_back(files.html);
-    evidence::add_report_to_manifest(out_dir, written);
+    artifacts::add_report_to_manifest(out_dir, written);
     std::cout << "wrote " << files.html.string() << "\n";
     for (const auto& map : files.maps) std::cout << "wrote " << map.string() << "\n";
     return exit_code::kPass;

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include "app/run.hpp"
+#include "artifacts/console.hpp"
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
 #include "common/text.hpp"
-#include "evidence/console.hpp"
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 #include "sweep/file_check.hpp"
 
 namespace skewbench::cli {
@@ -34,16 +34,16 @@ class StderrObserver final : public app::Observer {
 // The table (unless --quiet), then what did not go as expected, then the outcome;
 // or all of it as one JSON document.
 void print_run_outcome(const RunArgs& args, const std::vector<runner::ScenarioResult>& results,
-                       const evidence::RunReport& report) {
+                       const artifacts::RunReport& report) {
   if (args.format == OutputFormat::Json) {
-    std::cout << evidence::run_json(results, report).dump(2) << "\n";
+    std::cout << artifacts::run_json(results, report).dump(2) << "\n";
     return;
   }
   const bool colour = stdout_wants_colour();
-  if (!args.services.quiet) std::cout << evidence::results_table(results, colour);
-  std::cout << evidence::failures_summary(results, colour);
-  for (const auto& published : report.published_series) std::cout << evidence::published_checks_text(published);
-  std::cout << evidence::outcome_line(results) << "\n";
+  if (!args.services.quiet) std::cout << artifacts::results_table(results, colour);
+  std::cout << artifacts::failures_summary(results, colour);
+  for (const auto& published : report.published_series) std::cout << published::published_checks_text(published);
+  std::cout << artifacts::outcome_line(results) << "\n";
   std::cout << "evidence: " << report.evidence_dir.string() << "  core digest: " << report.core_digest << "\n";
   for (const auto& w : report.warnings) std::cout << "warning: " << w << "\n";
 }
@@ -65,7 +65,7 @@ void install_signal_handlers() {
   std::signal(SIGPIPE, SIG_IGN);
 }
 
-bool stdout_wants_colour() { return evidence::colour_wanted(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")); }
+bool stdout_wants_colour() { return artifacts::colour_wanted(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")); }
 
 int validate_files(const std::vector<std::string>& paths) {
   const auto checks = sweep::check_files(paths);

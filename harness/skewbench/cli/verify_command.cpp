@@ -4,16 +4,16 @@
 
 #include <iostream>
 
+#include "artifacts/verify.hpp"
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
-#include "evidence/verify.hpp"
 
 namespace skewbench::cli {
 
 int verify_evidence(const VerifyArgs& args) {
-  evidence::Verification result;
+  artifacts::Verification result;
   try {
-    result = evidence::verify_folder(args.dir);
+    result = artifacts::verify_folder(args.dir);
   } catch (const std::invalid_argument& e) {
     std::cerr << "skewbench: cannot verify: " << e.what() << "\n";
     return exit_code::kUsage;

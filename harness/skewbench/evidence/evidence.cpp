@@ -10,7 +10,6 @@
 
 #include "common/digest.hpp"
 #include "common/files.hpp"
-#include "evidence/markdown.hpp"
 
 namespace skewbench::evidence {
 namespace {
@@ -200,17 +199,6 @@ json row_of_evidence(const json& evidence) {
           {"core_digest", json_digest(scenario_core_of_evidence(evidence))}};
 }
 
-namespace {
-
-// The files of a run are flushed and published together (OutFolder::publish),
-// so each is written here without a flush of its own.
-void write_unsynced(const std::filesystem::path& path, std::string_view bytes) {
-  std::filesystem::create_directories(path.parent_path());
-  write_file_unsynced(path, bytes);
-}
-
-}  // namespace
-
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -220,38 +208,33 @@ std::string utc_now_iso8601() {
   return out.str();
 }
 
-std::string write_run_artifacts(const std::filesystem::path& out_dir,
-                                const std::vector<const scenario::Scenario*>& scenarios,
-                                const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env) {
-  const auto environment = env.to_json();
+json scenario_evidence(const scenario::Scenario& s, const runner::ScenarioResult& r, const RunEnvironment& env) {
+  json checks = json::array();
+  for (const auto& c : r.checks) checks.push_back(check_json(c));
+  return {{"schema_version", kSchemaVersion},
+          {"kind", "scenario_evidence"},
+          {"environment", env.to_json()},
+          {"warnings", env.warnings},
+          {"scenario_id", s.id},
+          {"source", s.source},
+          {"input", s.document},
+          {"policy", {{"name", r.policy}, {"parameters", s.policy->parameters()}}},
+          {"operation_id", r.operation_id},
+          {"idempotency_key", r.idempotency_key},
+          {"timeline", runner::to_json(r.timeline)},
+          {"final", r.final_json()},
+          {"checks", checks},
+          {"verdict", r.verdict},
+          {"error", r.error ? json(*r.error) : json(nullptr)},
+          {"pass", r.pass},
+          {"duration_us", r.duration_us},
+          {"core_digest", json_digest(scenario_core(s, r))}};
+}
+
+json run_summary(const std::vector<const scenario::Scenario*>& scenarios,
+                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env) {
   json rows = json::array();
-  for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    const auto& s = *scenarios[i];
-    const auto& r = results[i];
-    const auto core = scenario_core(s, r);
-    json checks = json::array();
-    for (const auto& c : r.checks) checks.push_back(check_json(c));
-    const json evidence = {{"schema_version", kSchemaVersion},
-                           {"kind", "scenario_evidence"},
-                           {"environment", environment},
-                           {"warnings", env.warnings},
-                           {"scenario_id", s.id},
-                           {"source", s.source},
-                           {"input", s.document},
-                           {"policy", {{"name", r.policy}, {"parameters", s.policy->parameters()}}},
-                           {"operation_id", r.operation_id},
-                           {"idempotency_key", r.idempotency_key},
-                           {"timeline", runner::to_json(r.timeline)},
-                           {"final", r.final_json()},
-                           {"checks", checks},
-                           {"verdict", r.verdict},
-                           {"error", r.error ? json(*r.error) : json(nullptr)},
-                           {"pass", r.pass},
-                           {"duration_us", r.duration_us},
-                           {"core_digest", json_digest(core)}};
-    write_unsynced(out_dir / "scenarios" / (s.id + ".json"), evidence.dump(2) + "\n");
-    rows.push_back(summary_row(s, r));
-  }
+  for (std::size_t i = 0; i < scenarios.size(); ++i) rows.push_back(summary_row(*scenarios[i], results[i]));
   bool all_pass = !results.empty();
   bool any_error = false;
   for (const auto& r : results) {
@@ -259,22 +242,13 @@ std::string write_run_artifacts(const std::filesystem::path& out_dir,
     any_error = any_error || r.error.has_value();
   }
   const auto run_digest = run_core_digest(rows);
-  const json summary = {{"schema_version", kSchemaVersion},
-                        {"kind", "run_summary"},
-                        {"environment", environment},
-                        {"warnings", env.warnings},
-                        {"outcome", any_error ? "error" : (all_pass ? "pass" : "fail")},
-                        {"scenarios", rows},
-                        {"core_digest", run_digest}};
-  const auto published = published_files(scenarios, results, env);
-  for (const auto& file : published) {
-    auto with_environment = file.result;
-    with_environment["environment"] = environment;
-    write_unsynced(out_dir / file.benchmark->result_file, with_environment.dump(2) + "\n");
-  }
-  write_unsynced(out_dir / "RESULT.md", result_markdown(scenarios, results, summary, published, env));
-  write_unsynced(out_dir / "summary.json", summary.dump(2) + "\n");
-  return run_digest;
+  return {{"schema_version", kSchemaVersion},
+          {"kind", "run_summary"},
+          {"environment", env.to_json()},
+          {"warnings", env.warnings},
+          {"outcome", any_error ? "error" : (all_pass ? "pass" : "fail")},
+          {"scenarios", rows},
+          {"core_digest", run_digest}};
 }
 
 }  // namespace skewbench::evidence

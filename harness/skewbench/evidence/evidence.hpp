@@ -1,6 +1,6 @@
 #pragma once
 
-// The evidence layer. Every artifact names its schema version, the exact inputs,
+// The evidence layer: what one run's records hold. Every artifact names its schema version, the exact inputs,
 // the versions of everything it ran against, its warnings, and a SHA-256 digest
 // over its deterministic core: inputs, decisions, counts and verdicts, but not
 // timings, hosts, run ids or boot ids. The same inputs give the same core
@@ -89,18 +89,13 @@ nlohmann::json outcome_row(const runner::ScenarioResult& result);
 // One row of summary.json.
 nlohmann::json summary_row(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
 
-// result.json in the published #018 shape, computed from measured results only
-// (the #018 table of evidence/published_result.hpp).
-nlohmann::json published_result(const std::vector<const scenario::Scenario*>& scenarios,
-                                const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
+// A scenario's evidence file (scenarios/<id>.json) as a run writes it.
+nlohmann::json scenario_evidence(const scenario::Scenario& scenario, const runner::ScenarioResult& result,
+                                 const RunEnvironment& env);
 
-// Writes DIR/scenarios/<id>.json, DIR/summary.json, DIR/result.json and
-// DIR/RESULT.md without flushing them: DIR is a run's incoming folder, which
-// OutFolder::publish flushes and moves into place at once. Returns the run's
-// core digest.
-std::string write_run_artifacts(const std::filesystem::path& out_dir,
-                                const std::vector<const scenario::Scenario*>& scenarios,
-                                const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
+// summary.json: every scenario's row, the run's outcome and core digest.
+nlohmann::json run_summary(const std::vector<const scenario::Scenario*>& scenarios,
+                           const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
 
 // UTC time as 2026-11-30T01:58:30Z (wall clock: for the record only).
 std::string utc_now_iso8601();

@@ -52,27 +52,6 @@ struct ScenarioStep {
   nlohmann::json input;  // the step object as written in the file
 };
 
-// The sections of the published #018 result a scenario can stand for.
-inline constexpr const char* kReportSections[] = {"unsafe_node_clock", "safe_clock_authority", "safe_skew_guard"};
-
-// The sections of the other published results of the series (#015, #016,
-// #017, #019), named "<benchmark>:<section>".
-inline constexpr const char* kSeriesReportSections[] = {
-    "015:unsafe",
-    "015:safe_redelivery",
-    "015:safe_reconcile_before_retry",
-    "016:unsafe_volatile_restart",
-    "016:safe_durable_restart",
-    "016:safe_reconcile_after_restart",
-    "017:unsafe",
-    "017:safe_retention",
-    "017:safe_reconcile_after_expiry",
-    "019:temporal_aba_visibility",
-    "019:unsafe_purge_then_rollback",
-    "019:safe_temporal_epoch_fence",
-    "019:safe_monotonic_watermark",
-};
-
 struct Scenario {
   std::string id;
   std::string description;

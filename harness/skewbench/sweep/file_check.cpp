@@ -4,6 +4,7 @@
 
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
+#include "published/published.hpp"
 #include "scenario/scenario.hpp"
 #include "sweep/grid.hpp"
 
@@ -61,6 +62,9 @@ FileCheck check_scenario(const fs::path& path, UniqueNames& names) {
     const auto s = scenario::load_scenario_file(path);
     check.summary = "scenario " + s.id;
     names.add(s, check);
+    if (const auto problem = published::report_as_problem(s)) {
+      check.errors.push_back(scenario::ScenarioFileError(s.source, "$.report_as", *problem).what());
+    }
   } catch (const scenario::ScenarioFileError& e) {
     check.errors.push_back(e.what());
   }

@@ -1,4 +1,4 @@
-#include "evidence/schema_check.hpp"
+#include "artifacts/schema_check.hpp"
 
 #include <map>
 #include <memory>
@@ -12,7 +12,7 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 namespace {
 
 // valijson's context is {"<root>", "[scenarios]", "[0]", ...}: as a JSON path.
@@ -59,4 +59,4 @@ std::vector<std::string> schema_problems(std::string_view schema_name, const nlo
   return problems;
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

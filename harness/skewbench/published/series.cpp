@@ -7,9 +7,9 @@
 #include <cctype>
 
 #include "evidence/evidence.hpp"
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::published {
 namespace {
 
 using nlohmann::json;
@@ -716,4 +716,4 @@ const PublishedBenchmark& benchmark_019() {
   return benchmark;
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::published

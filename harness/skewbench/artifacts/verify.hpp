@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 
 struct Verification {
   std::optional<std::string> contents;  // "run" or "sweep", when the manifest says
@@ -23,4 +23,4 @@ struct Verification {
 // Throws std::invalid_argument when dir is not a folder.
 Verification verify_folder(const std::filesystem::path& dir);
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "artifacts/manifest.hpp"
 #include "common/files.hpp"
-#include "evidence/manifest.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 
 inline constexpr const char* kLockFile = ".skewbench.lock";
 inline constexpr const char* kJournalFile = ".skewbench-publishing.json";
@@ -98,4 +98,4 @@ void add_report_to_manifest(const std::filesystem::path& dir, const std::vector<
 // bookkeeping (lock, journal, incoming folders) left out.
 std::vector<std::string> evidence_files_under(const std::filesystem::path& dir);
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

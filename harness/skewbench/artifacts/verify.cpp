@@ -1,20 +1,20 @@
-#include "evidence/verify.hpp"
+#include "artifacts/verify.hpp"
 
 #include <fstream>
 #include <map>
 #include <set>
 
+#include "artifacts/manifest.hpp"
+#include "artifacts/out_folder.hpp"
+#include "artifacts/schema_check.hpp"
 #include "common/digest.hpp"
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "evidence/cell_core.hpp"
 #include "evidence/evidence.hpp"
-#include "evidence/manifest.hpp"
-#include "evidence/out_folder.hpp"
-#include "evidence/published_result.hpp"
-#include "evidence/schema_check.hpp"
+#include "published/published.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -94,7 +94,7 @@ void Checker::check_run() {
     if (!evidence) continue;
     json implied;
     try {
-      implied = row_of_evidence(*evidence);
+      implied = evidence::row_of_evidence(*evidence);
     } catch (const std::exception& e) {
       problem(f.path, std::string("cannot be read back as a scenario's evidence: ") + e.what());
       continue;
@@ -106,14 +106,14 @@ void Checker::check_run() {
     }
     row_by_id[(*evidence)["scenario_id"].get<std::string>()] = std::move(implied);
   }
-  for (const auto* benchmark : series_benchmarks()) {
+  for (const auto* benchmark : published::series_benchmarks()) {
     if (!manifest_.lists(benchmark->result_file)) continue;
     if (!json::accept(read_file(dir_ / benchmark->result_file))) problem(benchmark->result_file, "not JSON");
   }
   if (!summary) return;
   for (std::size_t i = 0; i < (*summary)["scenarios"].size(); ++i) check_row(i, (*summary)["scenarios"][i], row_by_id);
   for (const auto& [id, _] : row_by_id) problem("scenarios/" + id + ".json", "has no row in summary.json");
-  result_.digest = run_core_digest((*summary)["scenarios"]);
+  result_.digest = evidence::run_core_digest((*summary)["scenarios"]);
   if ((*summary)["core_digest"] != result_.digest) {
     problem("summary.json", "$.core_digest differs from the recomputed " + result_.digest);
   }
@@ -213,4 +213,4 @@ Verification verify_folder(const fs::path& dir) {
   return checker.take();
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

@@ -1,13 +1,13 @@
-#include "evidence/markdown.hpp"
+#include "artifacts/markdown.hpp"
 
 #include <sstream>
 
 #include <skewbench/build_info.hpp>
 
 #include "common/text.hpp"
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 
 using nlohmann::json;
 using text::cell;
@@ -40,20 +40,21 @@ std::string failures_markdown(const std::vector<runner::ScenarioResult>& results
 
 std::string result_markdown(const std::vector<const scenario::Scenario*>& scenarios,
                             const std::vector<runner::ScenarioResult>& results, const json& summary,
-                            const std::vector<PublishedFile>& published, const RunEnvironment& env) {
+                            const std::vector<published::PublishedFile>& published,
+                            const evidence::RunEnvironment& env) {
   std::ostringstream md;
   md << "# skewbench run " << env.run_id << "\n\n";
   std::vector<const json*> reported;  // the published results whose sections ran
   for (const auto& file : published) {
-    if (run_reports_on(*file.benchmark, scenarios)) reported.push_back(&file.result);
+    if (published::run_reports_on(*file.benchmark, scenarios)) reported.push_back(&file.result);
   }
-  md << "Schema " << kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**.\n\n";
+  md << "Schema " << evidence::kSchemaVersion << "; outcome **" << summary["outcome"].get<std::string>() << "**.\n\n";
   if (!reported.empty()) {
     md << "| published benchmark | result file | checks | score |\n|---|---|---|---|\n";
     for (const auto& file : published) {
-      if (!run_reports_on(*file.benchmark, scenarios)) continue;
+      if (!published::run_reports_on(*file.benchmark, scenarios)) continue;
       md << "| " << file.benchmark->id << " | `" << file.benchmark->result_file << "` | "
-         << file.result["outcome"].get<std::string>() << " | " << score_line(file.result) << " |\n";
+         << file.result["outcome"].get<std::string>() << " | " << published::score_line(file.result) << " |\n";
     }
     md << "\n";
   }
@@ -67,7 +68,7 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
        << cell(row_final.value("status", json(nullptr))) << " | " << to_string(r.verdict) << " | "
        << (r.pass ? "yes" : "**no**") << " |\n";
   }
-  for (const auto* result : reported) md << "\n" << published_checks_markdown(*result);
+  for (const auto* result : reported) md << "\n" << published::published_checks_markdown(*result);
   md << failures_markdown(results);
   md << "\n## Environment\n\n";
   md << "- harness: " << build_info::kVersion << " (" << build_info::kGitCommit << ", " << build_info::kBuildType
@@ -90,4 +91,4 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
   return md.str();
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

@@ -1,13 +1,13 @@
-#include "evidence/console.hpp"
+#include "artifacts/console.hpp"
 
 #include <sstream>
 
 #include "common/text.hpp"
 #include "evidence/evidence.hpp"
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 #include "scenario/verdict.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 
 using nlohmann::json;
 using scenario::Verdict;
@@ -110,7 +110,7 @@ json run_json(const std::vector<runner::ScenarioResult>& results, const RunRepor
   json scenarios = json::array();
   json failures = json::array();
   for (const auto& r : results) {
-    auto row = outcome_row(r);
+    auto row = evidence::outcome_row(r);
     row["as_expected"] = r.pass;
     scenarios.push_back(std::move(row));
     for (const auto& c : r.checks) {
@@ -123,16 +123,16 @@ json run_json(const std::vector<runner::ScenarioResult>& results, const RunRepor
     }
   }
   json series = json::array();
-  for (const auto& published : report.published_series) series.push_back(published_summary(published));
+  for (const auto& file : report.published_series) series.push_back(published::published_summary(file));
   return {{"command", "run"},
           {"exit_code", report.exit_code},
           {"evidence_dir", report.evidence_dir.string()},
           {"core_digest", report.core_digest},
           {"scenarios", scenarios},
           {"failures", failures},
-          {"published", published_summary(report.published)},
+          {"published", published::published_summary(report.published)},
           {"published_series", series},
           {"warnings", report.warnings}};
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kManifestSchemaVersion = "skewbench-manifest/1";
@@ -58,4 +58,4 @@ std::optional<Manifest> read_manifest(const std::filesystem::path& dir);
 // Writes DIR/manifest.json atomically and makes its name durable.
 void write_manifest(const std::filesystem::path& dir, const Manifest& manifest);
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

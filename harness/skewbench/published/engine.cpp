@@ -2,15 +2,16 @@
 // checks) into its result file. Nothing here knows a benchmark's numbers: the
 // tables and their functions (published_018.cpp) read them from the run.
 
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/digest.hpp"
 #include "common/text.hpp"
 #include "evidence/evidence.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::published {
 namespace {
 
 using nlohmann::json;
@@ -213,10 +214,10 @@ json published_result(const PublishedBenchmark& benchmark, const std::vector<con
     checks.push_back(check_json(check, runs, benchmark.points_per_check));
     if (checks.back()["points"].is_number()) score += checks.back()["points"].get<int>();
   }
-  json out = {{"schema_version", kSchemaVersion},
+  json out = {{"schema_version", evidence::kSchemaVersion},
               {"kind", "published_result"},
               {"benchmark", benchmark.id},
-              {"harness", harness_json()},
+              {"harness", evidence::harness_json()},
               {"run_id", env.run_id},
               {"database", database_json(env.postgresql)},
               {"http_service", env.remote_effect},
@@ -230,6 +231,21 @@ json published_result(const PublishedBenchmark& benchmark, const std::vector<con
   out["outcome"] = outcome_of(out["score_coverage"]);
   out["core_digest"] = json_digest(result_core(benchmark, out));
   return out;
+}
+
+std::vector<std::string> report_sections() {
+  std::vector<std::string> out;
+  for (const auto* benchmark : series_benchmarks()) {
+    for (const auto& section : benchmark->sections) out.push_back(std::string(benchmark->report_prefix) + section.name);
+  }
+  return out;
+}
+
+std::optional<std::string> report_as_problem(const scenario::Scenario& scenario) {
+  if (!scenario.report_as) return std::nullopt;
+  const auto sections = report_sections();
+  if (std::find(sections.begin(), sections.end(), *scenario.report_as) != sections.end()) return std::nullopt;
+  return "\"" + *scenario.report_as + "\" is not one of: " + text::join(sections, ", ");
 }
 
 bool run_reports_on(const PublishedBenchmark& benchmark, const std::vector<const scenario::Scenario*>& scenarios) {
@@ -306,4 +322,4 @@ std::string published_checks_text(const json& published) {
   return out.str();
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::published

@@ -19,10 +19,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/vocabulary.hpp"
+#include "evidence/evidence.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::published {
 
 // The spelling of a vocabulary's value as a JSON string, to compare with a
 // field the evidence or an answer holds.
@@ -37,7 +38,7 @@ inline nlohmann::json word(remote_effect::Delivery delivery) {
   return std::string(remote_effect::delivery_name(delivery));
 }
 
-struct RunEnvironment;
+using evidence::RunEnvironment;
 
 // A field of a measured object; null when the object or the field is missing
 // (a value that was not measured is published as null).
@@ -147,6 +148,10 @@ const PublishedBenchmark& benchmark_019();
 // Every benchmark of the series, #015 to #019.
 const std::vector<const PublishedBenchmark*>& series_benchmarks();
 
+// result.json in the published #018 shape, computed from measured results only.
+nlohmann::json published_result(const std::vector<const scenario::Scenario*>& scenarios,
+                                const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
+
 // One benchmark's result file as a run computed it.
 struct PublishedFile {
   const PublishedBenchmark* benchmark = nullptr;
@@ -165,6 +170,14 @@ nlohmann::json published_result(const PublishedBenchmark& benchmark,
                                 const std::vector<const scenario::Scenario*>& scenarios,
                                 const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env);
 
+// Every section a scenario may report as, in series order: "<section>" for
+// #018, "<benchmark>:<section>" for the rest (report_prefix + name).
+std::vector<std::string> report_sections();
+
+// Why a scenario's report_as names no published section ("\"x\" is not one
+// of: ..."); nullopt when it names one or the scenario reports on none.
+std::optional<std::string> report_as_problem(const scenario::Scenario& scenario);
+
 // Whether any scenario of the run stands for a section of `benchmark`.
 bool run_reports_on(const PublishedBenchmark& benchmark, const std::vector<const scenario::Scenario*>& scenarios);
 
@@ -182,4 +195,4 @@ std::string published_checks_markdown(const nlohmann::json& published);
 // The published checks as plain text for the end of a run's console output.
 std::string published_checks_text(const nlohmann::json& published);
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::published

@@ -1,9 +1,9 @@
 // Reading one published section's run: its timeline, observations and
 // recovery, for the section and check functions of every benchmark.
 
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::published {
 
 using nlohmann::json;
 
@@ -102,4 +102,4 @@ std::vector<std::string> SectionRun::post_keys() const {
   return keys;
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::published

@@ -1,4 +1,4 @@
-#include "evidence/manifest.hpp"
+#include "artifacts/manifest.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -7,7 +7,7 @@
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -110,4 +110,4 @@ void write_manifest(const fs::path& dir, const Manifest& manifest) {
   sync_path(dir);
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

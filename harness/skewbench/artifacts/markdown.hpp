@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "evidence/evidence.hpp"
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 
 // The run's table, its published checks (when a scenario reports a section),
 // its failures, environment and warnings. `summary` is summary.json's content,
@@ -18,6 +18,7 @@ namespace skewbench::evidence {
 // the checks of each benchmark the run reports on are shown.
 std::string result_markdown(const std::vector<const scenario::Scenario*>& scenarios,
                             const std::vector<runner::ScenarioResult>& results, const nlohmann::json& summary,
-                            const std::vector<PublishedFile>& published, const RunEnvironment& env);
+                            const std::vector<published::PublishedFile>& published,
+                            const evidence::RunEnvironment& env);
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

@@ -11,7 +11,7 @@
 
 #include "runner/runner.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 
 // Colour only on a terminal, and never when NO_COLOR is set to anything but
 // the empty string (https://no-color.org).
@@ -45,4 +45,4 @@ struct RunReport {
 };
 nlohmann::json run_json(const std::vector<runner::ScenarioResult>& results, const RunReport& report);
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts

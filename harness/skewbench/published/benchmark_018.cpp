@@ -8,10 +8,10 @@
 #include <cctype>
 
 #include "evidence/evidence.hpp"
-#include "evidence/published_result.hpp"
+#include "published/published.hpp"
 #include "time/logical_time.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::published {
 namespace {
 
 using nlohmann::json;
@@ -310,4 +310,4 @@ json published_result(const std::vector<const scenario::Scenario*>& scenarios,
   return published_result(benchmark_018(), scenarios, results, env);
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::published

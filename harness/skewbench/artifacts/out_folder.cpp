@@ -1,4 +1,4 @@
-#include "evidence/out_folder.hpp"
+#include "artifacts/out_folder.hpp"
 
 #include <algorithm>
 #include <set>
@@ -9,7 +9,7 @@
 #include "common/json_reader.hpp"
 #include "evidence/evidence.hpp"
 
-namespace skewbench::evidence {
+namespace skewbench::artifacts {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -138,7 +138,8 @@ void probe_writable(const fs::path& dir) {
 }
 
 std::string holder_line(const std::string& command) {
-  return "pid " + std::to_string(::getpid()) + " (skewbench " + command + ", since " + utc_now_iso8601() + ")";
+  return "pid " + std::to_string(::getpid()) + " (skewbench " + command + ", since " + evidence::utc_now_iso8601() +
+         ")";
 }
 
 }  // namespace
@@ -346,4 +347,4 @@ void OutFolder::remove_previous(const std::vector<std::string>& keep) {
   sync_path(path_);
 }
 
-}  // namespace skewbench::evidence
+}  // namespace skewbench::artifacts
