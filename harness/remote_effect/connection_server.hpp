@@ -47,6 +47,14 @@ struct ConnectionLimits {
 // Why the current request could not be read in full.
 enum class ReadFailure { none, head_timeout, body_timeout, head_too_large, body_too_large };
 
+// The cpp-httplib releases whose internals this loop was read against and run
+// on: Server::process_request (protected, in two signatures), svr_sock_, the
+// Stream interface and TaskQueue::enqueue. 0.11.4 is Debian 12's (the test
+// suite), 0.18.7 Debian 13's (the Docker image, run by the docker test). A
+// unit test fails on any other release until those four are checked against
+// its httplib.h and it is added here.
+inline constexpr std::string_view kCheckedHttplibVersions[] = {"0.11.4", "0.18.7"};
+
 class ConnectionServer : public httplib::Server {
  public:
   explicit ConnectionServer(ConnectionLimits limits);
