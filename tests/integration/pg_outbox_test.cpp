@@ -56,7 +56,7 @@ TEST_CASE("an outbox write is one round trip that commits, a read one round trip
   CHECK(row.business_state == "committed");
   CHECK(row.business_version == 8);
   CHECK(row.idempotency_key == "op-trips.key");
-  CHECK(row.status == "delivered");
+  CHECK(row.status == infra::OutboxStatus::Delivered);
   CHECK(row.delivery_attempts == 1);
   CHECK(row.key_expires_at_s == 160);
   CHECK(row.last_transport_outcome == "ACK_UNKNOWN");
@@ -76,7 +76,7 @@ TEST_CASE("committing an operation answers with the row it wrote, as a read then
   CHECK(committed.business_version == 42);
   CHECK(committed.idempotency_key == "op-answer.key");
   CHECK(committed.ttl_s == 45);
-  CHECK(committed.status == "pending");
+  CHECK(committed.status == infra::OutboxStatus::Pending);
   CHECK(committed.delivery_attempts == 0);
   CHECK_FALSE(committed.key_expires_at_s.has_value());
   CHECK(committed.business_state == read.business_state);
@@ -124,7 +124,7 @@ TEST_CASE("a commit whose outbox row cannot be inserted leaves the business oper
   const auto row = outbox.read("op-clash");
   CHECK(row.business_state == "absent");
   CHECK(row.business_version == 1);
-  CHECK(row.status == "absent");
+  CHECK(row.status == infra::OutboxStatus::Absent);
   CHECK(outbox_rows(run_id, "op-clash") == 0);
   // The connection is usable after the failed statement.
   outbox.commit_operation("op-clash", run_id + ".own-key", 60);

@@ -161,7 +161,7 @@ class FakeOutbox final : public infra::OutboxApi {
     ++row.business_version;
     row.idempotency_key = key;
     row.ttl_s = ttl_s;
-    row.status = "pending";
+    row.status = infra::OutboxStatus::Pending;
     return read(id);
   }
   void record_attempt(const std::string& id, std::int64_t t) override {
@@ -179,14 +179,13 @@ class FakeOutbox final : public infra::OutboxApi {
   }
   void mark_delivered(const std::string& id, std::int64_t t) override {
     auto& row = rows_.at(id);
-    row.status = "delivered";
+    row.status = infra::OutboxStatus::Delivered;
     if (!row.delivered_at_s) row.delivered_at_s = t;
   }
   void reconnect() override {}
   infra::OutboxRow read(const std::string& id) override {
     auto row = rows_.at(id);
     row.operation_id = id;
-    if (row.status.empty()) row.status = "absent";
     return row;
   }
 

@@ -104,17 +104,17 @@ std::vector<runner::StepRecord> one_recovery(steps::RecoveryResult recovery) {
 
 TEST_CASE("verdicts are computed from the closing measurement") {
   const std::vector<runner::StepRecord> no_refusal;
-  const auto measured = [](std::int64_t effects, const char* outbox_status) {
+  const auto measured = [](std::int64_t effects, infra::OutboxStatus outbox_status) {
     runner::FinalMeasurement f;
     f.remote.effect_count = effects;
     f.outbox_status = outbox_status;
     return std::optional(f);
   };
-  const auto delivered_once = measured(1, "delivered");
-  CHECK(runner::compute_verdict(measured(2, "delivered"), no_refusal) == runner::Verdict::Conflict);
+  const auto delivered_once = measured(1, infra::OutboxStatus::Delivered);
+  CHECK(runner::compute_verdict(measured(2, infra::OutboxStatus::Delivered), no_refusal) == runner::Verdict::Conflict);
   CHECK(runner::compute_verdict(delivered_once, no_refusal) == runner::Verdict::Safe);
-  CHECK(runner::compute_verdict(measured(1, "pending"), no_refusal) == runner::Verdict::Held);
-  CHECK(runner::compute_verdict(measured(0, "pending"), no_refusal) == runner::Verdict::Held);
+  CHECK(runner::compute_verdict(measured(1, infra::OutboxStatus::Pending), no_refusal) == runner::Verdict::Held);
+  CHECK(runner::compute_verdict(measured(0, infra::OutboxStatus::Pending), no_refusal) == runner::Verdict::Held);
   using policy::Decision;
   using policy::ReconcileAction;
   using policy::TemporalState;

@@ -249,7 +249,7 @@ TEST_CASE("gc removes the expired record and advances the epoch; the fenced repl
   CHECK(recovery["bound_temporal_epoch"] == gc["temporal_epoch_before"]);
   CHECK(recovery["reconcile_action"] == "COMPLETE_WITHOUT_REPLAY");
   CHECK(r.final_measurement->remote.effect_count == 1);
-  CHECK(r.final_measurement->outbox_status == "delivered");
+  CHECK(r.final_measurement->outbox_status == infra::OutboxStatus::Delivered);
   CHECK(r.verdict == runner::Verdict::Safe);
   CHECK(r.pass);
 }

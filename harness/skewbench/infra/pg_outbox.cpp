@@ -72,14 +72,19 @@ OutboxRow outbox_row(const std::string& operation_id, const pqxx::row& row) {
   out.business_state = row[0].c_str();
   out.business_version = row[1].as<std::int64_t>();
   if (row[2].is_null()) {
-    out.status = "absent";
+    out.status = OutboxStatus::Absent;
     return out;
   }
   out.idempotency_key = row[2].c_str();
   out.ttl_s = row[3].as<std::int64_t>();
   out.key_created_at_s = optional_int(row[4]);
   out.key_expires_at_s = optional_int(row[5]);
-  out.status = row[6].c_str();
+  const auto status = kOutboxStatuses.parse(row[6].c_str());
+  // The table's CHECK allows only pending and delivered.
+  if (!status || *status == OutboxStatus::Absent) {
+    throw InfrastructureError(std::string("the outbox row has an unknown status \"") + row[6].c_str() + "\"");
+  }
+  out.status = *status;
   out.delivery_attempts = row[7].as<std::int64_t>();
   if (!row[8].is_null()) out.last_transport_outcome = row[8].c_str();
   out.delivered_at_s = optional_int(row[9]);

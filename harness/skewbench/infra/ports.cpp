@@ -70,7 +70,7 @@ nlohmann::json OutboxRow::to_json() const {
       {"ttl_s", ttl_s},
       {"key_created_at_s", opt(key_created_at_s)},
       {"key_expires_at_s", opt(key_expires_at_s)},
-      {"status", status},
+      {"status", to_string(status)},
       {"delivery_attempts", delivery_attempts},
       {"last_transport_outcome", opt(last_transport_outcome)},
       {"delivered_at_s", opt(delivered_at_s)},

@@ -116,6 +116,14 @@ class ForwardingRemote : public RemoteApi {
   RemoteApi* inner_;
 };
 
+// Where the outbox stands on an operation's delivery: no outbox row yet
+// (absent), committed and not yet known delivered (pending), or delivered (an
+// acknowledgement arrived, or recovery found the effect on the remote).
+enum class OutboxStatus { Absent, Pending, Delivered };
+inline constexpr auto kOutboxStatuses = vocabulary<OutboxStatus>(
+    {{OutboxStatus::Absent, "absent"}, {OutboxStatus::Pending, "pending"}, {OutboxStatus::Delivered, "delivered"}});
+constexpr std::string_view to_string(OutboxStatus status) { return kOutboxStatuses.name(status); }
+
 struct OutboxRow {
   std::string operation_id;
   std::string business_state;  // absent | committed
@@ -124,7 +132,7 @@ struct OutboxRow {
   std::int64_t ttl_s = 0;
   std::optional<std::int64_t> key_created_at_s;
   std::optional<std::int64_t> key_expires_at_s;
-  std::string status;  // pending | delivered
+  OutboxStatus status = OutboxStatus::Absent;
   std::int64_t delivery_attempts = 0;
   std::optional<std::string> last_transport_outcome;
   std::optional<std::int64_t> delivered_at_s;

@@ -261,7 +261,8 @@ CheckOutcome uncertainty_reconciles(const SectionRuns& runs) {
   const bool straddles = expiry_inside(run) == true;
   const bool passed = straddles && (*rec)["temporal_state"] == word(policy::TemporalState::TimeUnknown) &&
                       (*rec)["reconciled_status"] == "committed" && (*rec)["replayed"] == false &&
-                      f["post_requests"] == 1 && f["effect_count"] == 1 && f["outbox_status"] == "delivered";
+                      f["post_requests"] == 1 && f["effect_count"] == 1 &&
+                      f["outbox_status"] == word(infra::OutboxStatus::Delivered);
   return {passed,
           {{"interval", {(*rec)["interval_lower_s"], (*rec)["interval_upper_s"]}},
            {"expires_at", (*rec)["expires_at_s"]},

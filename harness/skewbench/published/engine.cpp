@@ -61,7 +61,7 @@ json section_json(const PublishedSection& section, const SectionRun& run) {
     out["post_requests"] = f->remote.post_requests;
     out["effect_count"] = f->remote.effect_count;
     out["ack_drops"] = f->remote.ack_drops;
-    out["outbox_status"] = f->outbox_status;
+    out["outbox_status"] = infra::to_string(f->outbox_status);
     out["final_status"] = remote_effect::kOperationStatuses.name(f->remote.status);
   }
   const auto published = section.fields(run);

@@ -200,7 +200,7 @@ CheckOutcome c015_boundary(const SectionRuns& runs) {
     const auto first = observed_in(run, steps::StepRole::Delivery, "transport_outcome");
     const auto& f = run.final_measurement();
     passed = passed && committed == "committed" && first == word(infra::TransportOutcome::AckUnknown) &&
-             f["ack_drops"] == 1 && f["outbox_status"] == "delivered";
+             f["ack_drops"] == 1 && f["outbox_status"] == word(infra::OutboxStatus::Delivered);
     evidence[name] = {{"business_state", committed},
                       {"first_post_outcome", first},
                       {"remote_ack_drops", f["ack_drops"]},
@@ -233,7 +233,8 @@ CheckOutcome c015_stable_key(const SectionRuns& runs) {
   const bool same_key = same_key_throughout(run);
   const auto& f = run.final_measurement();
   const bool passed = same_key && recovery_field(run, "delivery") == word(remote_effect::Delivery::deduplicated) &&
-                      f["effect_count"] == 1 && f["post_requests"] == 2 && f["outbox_status"] == "delivered";
+                      f["effect_count"] == 1 && f["post_requests"] == 2 &&
+                      f["outbox_status"] == word(infra::OutboxStatus::Delivered);
   return {passed,
           {{"same_idempotency_key", same_key},
            {"second_post_delivery", recovery_field(run, "delivery")},
@@ -247,7 +248,8 @@ CheckOutcome c015_reconcile(const SectionRuns& runs) {
   if (!run.recovery()) return no_step(k15Reconcile, "recovery");
   const auto& f = run.final_measurement();
   const bool passed = recovery_field(run, "reconciled_status") == "committed" && !second_post_made(run) &&
-                      f["post_requests"] == 1 && f["effect_count"] == 1 && f["outbox_status"] == "delivered";
+                      f["post_requests"] == 1 && f["effect_count"] == 1 &&
+                      f["outbox_status"] == word(infra::OutboxStatus::Delivered);
   return {passed,
           {{"reconciled_status", recovery_field(run, "reconciled_status")},
            {"second_post_made", second_post_made(run)},
@@ -348,7 +350,7 @@ CheckOutcome c016_reconcile(const SectionRuns& runs) {
   const auto& f = run.final_measurement();
   const bool passed = f["idempotency_mode"] == word(remote_effect::DedupeMode::volatile_) &&
                       recovery_field(run, "reconciled_status") == "committed" && !second_post_made(run) &&
-                      f["effect_count"] == 1 && f["outbox_status"] == "delivered";
+                      f["effect_count"] == 1 && f["outbox_status"] == word(infra::OutboxStatus::Delivered);
   return {passed,
           {{"idempotency_mode", f["idempotency_mode"]},
            {"reconciled_status", recovery_field(run, "reconciled_status")},
@@ -486,7 +488,7 @@ CheckOutcome c017_reconcile(const SectionRuns& runs) {
   const auto& f = run.final_measurement();
   const bool passed = field_of(before, "active_idempotency_records") == 0 &&
                       recovery_field(run, "reconciled_status") == "committed" && !second_post_made(run) &&
-                      f["effect_count"] == 1 && f["outbox_status"] == "delivered";
+                      f["effect_count"] == 1 && f["outbox_status"] == word(infra::OutboxStatus::Delivered);
   return {passed,
           {{"active_idempotency_records_at_recovery", field_of(before, "active_idempotency_records")},
            {"reconciled_status", recovery_field(run, "reconciled_status")},
@@ -606,7 +608,7 @@ CheckOutcome c019_fence(const SectionRuns& runs) {
                       recovery_field(run, "transport_outcome") == word(infra::TransportOutcome::FencedOut) &&
                       fields["http_status"] == 409 && fields["delivery"] == "fenced_out" &&
                       recovery_field(run, "reconciled_status") == "committed" && f["effect_count"] == 1 &&
-                      f["outbox_status"] == "delivered";
+                      f["outbox_status"] == word(infra::OutboxStatus::Delivered);
   return {passed, fields};
 }
 

@@ -85,7 +85,7 @@ json FinalMeasurement::to_json(Verdict verdict) const {
       {"ack_drops", remote.ack_drops},
       {"active_idempotency_records", remote.active_idempotency_records},
       {"status", remote_effect::kOperationStatuses.name(remote.status)},
-      {"outbox_status", outbox_status},
+      {"outbox_status", infra::to_string(outbox_status)},
       {"delivery_attempts", delivery_attempts},
       {"business_state", business_state},
       {"verdict", verdict},
@@ -106,7 +106,8 @@ Verdict compute_verdict(const std::optional<FinalMeasurement>& final_measurement
   for (const auto& record : timeline) {
     if (const auto* recovery = record.recovery()) refused = refused || recovery->refused();
   }
-  if (effects == 1 && final_measurement->outbox_status == "delivered" && !refused) return Verdict::Safe;
+  if (effects == 1 && final_measurement->outbox_status == infra::OutboxStatus::Delivered && !refused)
+    return Verdict::Safe;
   return Verdict::Held;
 }
 

@@ -59,7 +59,7 @@ nlohmann::json to_json(const std::vector<StepRecord>& timeline);
 struct FinalMeasurement {
   time::LogicalSeconds evaluation_time_s = 0;
   infra::RemoteSnapshot remote;
-  std::string outbox_status;  // pending | delivered
+  infra::OutboxStatus outbox_status = infra::OutboxStatus::Absent;
   std::int64_t delivery_attempts = 0;
   std::string business_state;
   // The remote's dedupe mode and the operation's records in its durable key

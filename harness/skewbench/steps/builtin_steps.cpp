@@ -99,7 +99,7 @@ class CommitOperationStep final : public Step {
     StepOutcome out;
     out.observed = {{"business_state", row.business_state},
                     {"business_version", row.business_version},
-                    {"outbox_status", row.status}};
+                    {"outbox_status", infra::to_string(row.status)}};
     return out;
   }
 
@@ -241,8 +241,8 @@ class RecoverStep final : public Step {
          {"transport_outcome", nullptr},
          {"delivery", nullptr},
          {"expires_at_s", opt(row.key_expires_at_s)},
-         {"outbox_status_before", row.status}};
-    if (row.status == "delivered") return out;  // nothing to recover
+         {"outbox_status_before", infra::to_string(row.status)}};
+    if (row.status == infra::OutboxStatus::Delivered) return out;  // nothing to recover
     if (!row.key_expires_at_s) {
       throw std::logic_error("recover: the operation was never attempted, so its key has no expiry yet");
     }
@@ -382,7 +382,7 @@ class RestartDatabaseStep final : public Step {
     const auto row = ctx.outbox.read(ctx.operation_id);
     StepOutcome out;
     out.observed = {{"business_state", row.business_state},
-                    {"outbox_status", row.status},
+                    {"outbox_status", infra::to_string(row.status)},
                     {"delivery_attempts", row.delivery_attempts}};
     return out;
   }
@@ -394,7 +394,11 @@ class RestartDatabaseStep final : public Step {
 // --- registry --------------------------------------------------------------
 
 const std::vector<std::string> kTemporalStates = policy::kTemporalStates.names();
-const std::vector<std::string> kRemoteStatuses = {"absent", "committed", "conflict"};
+const std::vector<std::string> kRemoteStatuses = remote_effect::kOperationStatuses.names();
+const std::vector<std::string> kOutboxStatuses = infra::kOutboxStatuses.names();
+// An outbox row once committed: pending or delivered, never absent.
+const std::vector<std::string> kCommittedOutboxStatuses = {std::string(to_string(infra::OutboxStatus::Pending)),
+                                                           std::string(to_string(infra::OutboxStatus::Delivered))};
 const std::vector<std::string> kTransportOutcomes = infra::kTransportOutcomes.names();
 // What a POST the remote answered with 200 or a fence refusal says it did.
 const std::vector<std::string> kDeliveries = {
@@ -418,7 +422,7 @@ StepKind commit_operation_kind() {
           StepRole::Setup,
           {{"business_state", string_of({"absent", "committed"})},
            {"business_version", integer()},
-           {"outbox_status", string_of({"pending", "delivered"})}},
+           {"outbox_status", string_of(kCommittedOutboxStatuses)}},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
             return std::make_unique<CommitOperationStep>(at_s, require_node(spec, ctx));
           }};
@@ -478,7 +482,7 @@ StepKind recover_kind() {
            {"transport_outcome", nullable_string_of(kTransportOutcomes)},
            {"delivery", nullable_string_of(kDeliveries)},
            {"expires_at_s", nullable_integer()},
-           {"outbox_status_before", string_of({"pending", "delivered"})},
+           {"outbox_status_before", string_of(kCommittedOutboxStatuses)},
            {"watermark_s", nullable_integer()},
            {"idempotency_key", string_of({})},
            {"attempt", integer()},
@@ -537,7 +541,7 @@ StepKind restart_database_kind() {
           "skewbench started it",
           StepRole::Fault,
           {{"business_state", string_of({"absent", "committed"})},
-           {"outbox_status", string_of({"absent", "pending", "delivered"})},
+           {"outbox_status", string_of(kOutboxStatuses)},
            {"delivery_attempts", integer()}},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
             const auto mode = spec.optional_string("mode").value_or("immediate");
