@@ -1,6 +1,7 @@
 // The engine that turns a published benchmark's table (sections, blocks,
 // checks) into its result file. Nothing here knows a benchmark's numbers: the
-// tables and their functions (published_018.cpp) read them from the run.
+// tables and their functions (benchmark_018.cpp, series.cpp) read them from
+// the run.
 
 #include "published/published.hpp"
 

@@ -5,10 +5,12 @@
 // `report_as` names it), its run-level blocks (e.g. #018's `clock_model`), and
 // a table of checks, each one function reading measured values only. The
 // engine here turns such a table into the result file: each check passed,
-// failed, did not run (a section it reads was not in the run) or is in error
-// (a section it reads ended in ERROR), and the score says whether it is
-// complete. Adding a benchmark of the series is one more table plus one
-// function per section and per check.
+// failed, was not measured (its sections ran, but not the step it reads), did
+// not run (a section it reads was not in the run) or is in error (a section it
+// reads ended in ERROR), and the score says whether it is complete. The
+// layer also owns the section names a scenario may report as. Adding a
+// benchmark of the series is one more table plus one function per section and
+// per check.
 
 #include <map>
 #include <optional>
@@ -135,9 +137,9 @@ struct PublishedBenchmark {
   int points_per_check = 2;
 };
 
-// #018 clock skew / expiry disagreement (published_018.cpp).
+// #018 clock skew / expiry disagreement (benchmark_018.cpp).
 const PublishedBenchmark& benchmark_018();
-// The rest of the series (published_series.cpp): #015 HTTP idempotency
+// The rest of the series (series.cpp): #015 HTTP idempotency
 // boundary, #016 state durability across a restart, #017 TTL replay, #019
 // clock rollback.
 const PublishedBenchmark& benchmark_015();
