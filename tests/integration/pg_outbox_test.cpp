@@ -53,7 +53,7 @@ TEST_CASE("an outbox write is one round trip that commits, a read one round trip
   const auto row = outbox.read("op-trips");
   CHECK(outbox.wire_count().round_trips - before.round_trips == 6);
   CHECK(outbox.wire_count().commits - before.commits == 5);
-  CHECK(row.business_state == "committed");
+  CHECK(row.business_state == infra::BusinessState::Committed);
   CHECK(row.business_version == 8);
   CHECK(row.idempotency_key == "op-trips.key");
   CHECK(row.status == infra::OutboxStatus::Delivered);
@@ -72,7 +72,7 @@ TEST_CASE("committing an operation answers with the row it wrote, as a read then
   CHECK(outbox.wire_count().round_trips - before.round_trips == 1);
   const auto read = outbox.read("op-answer");
   CHECK(committed.operation_id == "op-answer");
-  CHECK(committed.business_state == "committed");
+  CHECK(committed.business_state == infra::BusinessState::Committed);
   CHECK(committed.business_version == 42);
   CHECK(committed.idempotency_key == "op-answer.key");
   CHECK(committed.ttl_s == 45);
@@ -122,13 +122,13 @@ TEST_CASE("a commit whose outbox row cannot be inserted leaves the business oper
   CHECK_THROWS_WITH(outbox.commit_operation("op-clash", run_id + ".shared-key", 60),
                     ContainsSubstring("PostgreSQL failed during commit_operation"));
   const auto row = outbox.read("op-clash");
-  CHECK(row.business_state == "absent");
+  CHECK(row.business_state == infra::BusinessState::Absent);
   CHECK(row.business_version == 1);
   CHECK(row.status == infra::OutboxStatus::Absent);
   CHECK(outbox_rows(run_id, "op-clash") == 0);
   // The connection is usable after the failed statement.
   outbox.commit_operation("op-clash", run_id + ".own-key", 60);
-  CHECK(outbox.read("op-clash").business_state == "committed");
+  CHECK(outbox.read("op-clash").business_state == infra::BusinessState::Committed);
 }
 
 namespace {

@@ -152,12 +152,12 @@ class FakeRemote final : public infra::RemoteApi {
 class FakeOutbox final : public infra::OutboxApi {
  public:
   void declare_operation(const std::string& id, std::int64_t version) override {
-    rows_[id].business_state = "absent";
+    rows_[id].business_state = infra::BusinessState::Absent;
     rows_[id].business_version = version;
   }
   infra::OutboxRow commit_operation(const std::string& id, const std::string& key, std::int64_t ttl_s) override {
     auto& row = rows_.at(id);
-    row.business_state = "committed";
+    row.business_state = infra::BusinessState::Committed;
     ++row.business_version;
     row.idempotency_key = key;
     row.ttl_s = ttl_s;

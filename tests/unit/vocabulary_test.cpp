@@ -59,6 +59,7 @@ TEST_CASE("every vocabulary is closed: one spelling a value, read back, nothing 
   check_closed(steps::kRetryIdentities, 2);
   check_closed(published::kCheckStatuses, 5);
   check_closed(infra::kOutboxStatuses, 3);
+  check_closed(infra::kBusinessStates, 2);
 }
 
 TEST_CASE("the spellings are the wire's and the evidence's words") {

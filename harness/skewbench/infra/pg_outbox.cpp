@@ -69,7 +69,11 @@ std::optional<std::int64_t> optional_int(const pqxx::field& f) {
 OutboxRow outbox_row(const std::string& operation_id, const pqxx::row& row) {
   OutboxRow out;
   out.operation_id = operation_id;
-  out.business_state = row[0].c_str();
+  const auto business_state = kBusinessStates.parse(row[0].c_str());
+  if (!business_state) {
+    throw InfrastructureError(std::string("the business row has an unknown state \"") + row[0].c_str() + "\"");
+  }
+  out.business_state = *business_state;
   out.business_version = row[1].as<std::int64_t>();
   if (row[2].is_null()) {
     out.status = OutboxStatus::Absent;

@@ -64,7 +64,7 @@ nlohmann::json OutboxRow::to_json() const {
   auto opt = [](const auto& v) -> nlohmann::json { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   return {
       {"operation_id", operation_id},
-      {"business_state", business_state},
+      {"business_state", to_string(business_state)},
       {"business_version", business_version},
       {"idempotency_key", idempotency_key},
       {"ttl_s", ttl_s},

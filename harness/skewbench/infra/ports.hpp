@@ -124,9 +124,15 @@ inline constexpr auto kOutboxStatuses = vocabulary<OutboxStatus>(
     {{OutboxStatus::Absent, "absent"}, {OutboxStatus::Pending, "pending"}, {OutboxStatus::Delivered, "delivered"}});
 constexpr std::string_view to_string(OutboxStatus status) { return kOutboxStatuses.name(status); }
 
+// The business row an operation commits: absent before, committed after.
+enum class BusinessState { Absent, Committed };
+inline constexpr auto kBusinessStates =
+    vocabulary<BusinessState>({{BusinessState::Absent, "absent"}, {BusinessState::Committed, "committed"}});
+constexpr std::string_view to_string(BusinessState state) { return kBusinessStates.name(state); }
+
 struct OutboxRow {
   std::string operation_id;
-  std::string business_state;  // absent | committed
+  BusinessState business_state = BusinessState::Absent;
   std::int64_t business_version = 0;
   std::string idempotency_key;
   std::int64_t ttl_s = 0;

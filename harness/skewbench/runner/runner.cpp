@@ -87,7 +87,7 @@ json FinalMeasurement::to_json(Verdict verdict) const {
       {"status", remote_effect::kOperationStatuses.name(remote.status)},
       {"outbox_status", infra::to_string(outbox_status)},
       {"delivery_attempts", delivery_attempts},
-      {"business_state", business_state},
+      {"business_state", infra::to_string(business_state)},
       {"verdict", verdict},
   };
   out["idempotency_mode"] = idempotency_mode ? json(remote_effect::dedupe_mode_name(*idempotency_mode)) : json(nullptr);

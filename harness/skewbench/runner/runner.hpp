@@ -61,7 +61,7 @@ struct FinalMeasurement {
   infra::RemoteSnapshot remote;
   infra::OutboxStatus outbox_status = infra::OutboxStatus::Absent;
   std::int64_t delivery_attempts = 0;
-  std::string business_state;
+  infra::BusinessState business_state = infra::BusinessState::Absent;
   // The remote's dedupe mode and the operation's records in its durable key
   // table; nullopt when the remote does not report them.
   std::optional<remote_effect::DedupeMode> idempotency_mode;

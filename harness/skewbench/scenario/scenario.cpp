@@ -42,7 +42,7 @@ steps::ObservedFields make_final_fields() {
       {"status", {FieldType::String, remote_effect::kOperationStatuses.names()}},
       {"outbox_status", {FieldType::String, infra::kOutboxStatuses.names()}},
       {"delivery_attempts", {FieldType::Integer, {}}},
-      {"business_state", {FieldType::String, {"absent", "committed"}}},
+      {"business_state", {FieldType::String, infra::kBusinessStates.names()}},
       {"verdict", {FieldType::String, expectable_verdicts()}},
       {"idempotency_mode", {FieldType::NullableString, remote_effect::kDedupeModes.names()}},
       {"durable_idempotency_records", {FieldType::NullableInteger, {}}},

@@ -97,7 +97,7 @@ class CommitOperationStep final : public Step {
   StepOutcome execute(StepContext& ctx) const override {
     const auto row = ctx.outbox.commit_operation(ctx.operation_id, ctx.idempotency_key, ctx.ttl_s);
     StepOutcome out;
-    out.observed = {{"business_state", row.business_state},
+    out.observed = {{"business_state", infra::to_string(row.business_state)},
                     {"business_version", row.business_version},
                     {"outbox_status", infra::to_string(row.status)}};
     return out;
@@ -381,7 +381,7 @@ class RestartDatabaseStep final : public Step {
     ctx.outbox.reconnect();
     const auto row = ctx.outbox.read(ctx.operation_id);
     StepOutcome out;
-    out.observed = {{"business_state", row.business_state},
+    out.observed = {{"business_state", infra::to_string(row.business_state)},
                     {"outbox_status", infra::to_string(row.status)},
                     {"delivery_attempts", row.delivery_attempts}};
     return out;
@@ -420,7 +420,7 @@ StepKind commit_operation_kind() {
   return {"commit_operation",
           "commit the business operation and its outbox row (stable idempotency key) in one transaction",
           StepRole::Setup,
-          {{"business_state", string_of({"absent", "committed"})},
+          {{"business_state", string_of(infra::kBusinessStates.names())},
            {"business_version", integer()},
            {"outbox_status", string_of(kCommittedOutboxStatuses)}},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
@@ -540,7 +540,7 @@ StepKind restart_database_kind() {
           "stop PostgreSQL (mode immediate: as a crash; fast) and start it again, then reconnect; only when "
           "skewbench started it",
           StepRole::Fault,
-          {{"business_state", string_of({"absent", "committed"})},
+          {{"business_state", string_of(infra::kBusinessStates.names())},
            {"outbox_status", string_of(kOutboxStatuses)},
            {"delivery_attempts", integer()}},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
