@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <skewbench/build_info.hpp>
 
+#include "common/host.hpp"
+
 namespace skewbench::remote_effect {
 namespace {
 
@@ -48,12 +50,6 @@ nlohmann::json error_body_for_status(int status) {
     default:
       return {{"error", "http_" + std::to_string(status)}};
   }
-}
-
-std::string host_name() {
-  std::array<char, 256> buffer{};
-  if (::gethostname(buffer.data(), buffer.size() - 1) != 0) return "unknown";
-  return buffer.data();
 }
 
 // The status of a request whose head or body could not be read in full.

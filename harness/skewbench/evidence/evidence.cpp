@@ -4,8 +4,6 @@
 #include <iomanip>
 #include <sstream>
 
-#include <unistd.h>
-
 #include <skewbench/build_info.hpp>
 
 #include "common/digest.hpp"
@@ -93,8 +91,6 @@ RunEnvironment describe_environment(const std::string& run_id, const infra::Data
 }
 
 json RunEnvironment::to_json() const {
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
   return {{"run_id", run_id},
           {"harness", harness_json()},
           {"postgresql", postgresql},

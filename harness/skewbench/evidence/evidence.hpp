@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/host.hpp"
 #include "infra/database_description.hpp"
 #include "runner/runner.hpp"
 #include "scenario/scenario.hpp"
@@ -40,7 +41,10 @@ struct RunEnvironment {
   std::string started_at_utc;
   std::string finished_at_utc;
   std::vector<std::string> warnings;
+  std::string host = host_name();  // read once, when the run's record is made
 
+  // The record as every artifact of the run writes it (no I/O: the same
+  // object gives the same JSON each time it is written).
   nlohmann::json to_json() const;
 };
 
