@@ -59,7 +59,9 @@ class AnswerReader {
 StatusAnswer read_snapshot_fields(const AnswerReader& in) {
   return StatusAnswer{
       .operation_id = in.text("operation_id"),
-      .evaluation_time_s = in.has("evaluation_time") ? in.integer("evaluation_time") : in.integer("logical_time"),
+      // null: the snapshot of a clock-less request, evaluated at no time.
+      .evaluation_time_s =
+          in.has("evaluation_time") ? in.nullable_integer("evaluation_time") : in.nullable_integer("logical_time"),
       .status = in.word("status", kOperationStatuses),
       .effect_count = in.integer("effect_count"),
       .post_requests = in.integer("post_requests"),

@@ -138,7 +138,8 @@ void add_storage_options(CLI::App& app, CommandLine& cl) {
                  "Where the key records live: durable (the SQLite file) or volatile (process memory, lost on restart)")
       ->envname("IDEMPOTENCY_MODE")
       ->capture_default_str()
-      ->check(CLI::IsMember(re::kDedupeModes.names()));
+      // Any case, as the published #016 container reads IDEMPOTENCY_MODE.
+      ->transform(CLI::IsMember(re::kDedupeModes.names(), CLI::ignore_case));
 }
 
 void add_connection_options(CLI::App& app, CommandLine& cl) {

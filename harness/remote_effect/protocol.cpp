@@ -60,17 +60,52 @@ std::optional<RequestError> padded_header_error(std::string_view request_head) {
   return std::nullopt;
 }
 
-// Reads X-Logical-Time, which every request but /health needs.
-Parsed<std::int64_t> logical_time(const Headers& headers) {
+// True when the raw head has a header line `name:` (any case): cpp-httplib
+// leaves a header with an empty value out of the parsed ones, and an empty
+// X-Logical-Time is a bad time, not a request without one.
+bool head_names_header(std::string_view request_head, std::string_view name) {
+  while (!request_head.empty()) {
+    const auto end = request_head.find('\n');
+    const std::string_view line = request_head.substr(0, end);
+    request_head.remove_prefix(end == std::string_view::npos ? request_head.size() : end + 1);
+    const auto colon = line.find(':');
+    if (colon != std::string_view::npos && equals_ignoring_case(line.substr(0, colon), name)) return true;
+  }
+  return false;
+}
+
+// X-Logical-Time as sent: nullopt when absent, "" when sent empty.
+HeaderValue logical_time_text(const Headers& headers, std::string_view request_head) {
   auto value = single_header(headers, kLogicalTimeHeader);
+  if (const auto* text = std::get_if<std::optional<std::string>>(&value);
+      text && !*text && head_names_header(request_head, kLogicalTimeHeader)) {
+    return std::optional<std::string>(std::string());
+  }
+  return value;
+}
+
+// Reads X-Logical-Time: nullopt when the request has none (a clock-less
+// request), an error when it is there but not a base-10 int64.
+Parsed<std::optional<std::int64_t>> optional_logical_time(const Headers& headers, std::string_view request_head) {
+  auto value = logical_time_text(headers, request_head);
   if (auto* error = std::get_if<RequestError>(&value)) return *error;
   const auto& text = std::get<std::optional<std::string>>(value);
-  const auto now_s = text ? parse_int64(*text) : std::nullopt;
+  if (!text) return std::optional<std::int64_t>{};
+  const auto now_s = parse_int64(*text);
   if (!now_s) {
     return bad_request(std::string(kErrorBadLogicalTime), std::string(kLogicalTimeHeader),
                        "X-Logical-Time must be a base-10 int64 of logical seconds");
   }
-  return *now_s;
+  return now_s;
+}
+
+// Reads X-Logical-Time where a time is required (garbage collection).
+Parsed<std::int64_t> logical_time(const Headers& headers, std::string_view request_head) {
+  auto now_s = optional_logical_time(headers, request_head);
+  if (auto* error = std::get_if<RequestError>(&now_s)) return *error;
+  if (const auto& value = std::get<std::optional<std::int64_t>>(now_s)) return *value;
+  return bad_request(std::string(kErrorBadLogicalTime), std::string(kLogicalTimeHeader),
+                     "X-Logical-Time is required: garbage collection removes the keys expired at a time");
 }
 
 // An operation id taken from a path: same rules as a header value.
@@ -205,10 +240,19 @@ nlohmann::json RequestError::to_json() const {
 namespace {
 
 // The POST's logical time, TTL (the default when absent) and the key's expiry.
+// Without X-Logical-Time the POST is clock-less: no time, no TTL (a TTL
+// header is ignored), and the key it writes never expires.
 std::optional<RequestError> read_key_lifetime(const std::optional<std::string>& logical_time,
                                               const std::optional<std::string>& ttl, std::int64_t default_ttl_s,
                                               PostRequest& request) {
-  const auto now_s = logical_time ? parse_int64(*logical_time) : std::nullopt;
+  if (!logical_time) {
+    request.clockless = true;
+    request.logical_time_s = kNoLogicalTime;
+    request.ttl_s = 0;
+    request.expires_at_s = kNeverExpires;
+    return std::nullopt;
+  }
+  const auto now_s = parse_int64(*logical_time);
   if (!now_s) {
     return bad_request("invalid_or_missing_logical_time", std::string(kLogicalTimeHeader),
                        "X-Logical-Time must be a base-10 int64 of logical seconds");
@@ -243,7 +287,8 @@ Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view 
                                                   kExpectedEpochHeader};
   std::array<std::optional<std::string>, kProtocolHeaders.size()> values;
   for (std::size_t i = 0; i < kProtocolHeaders.size(); ++i) {
-    auto value = single_header(headers, kProtocolHeaders[i]);
+    auto value = kProtocolHeaders[i] == kLogicalTimeHeader ? logical_time_text(headers, request_head)
+                                                           : single_header(headers, kProtocolHeaders[i]);
     if (auto* error = std::get_if<RequestError>(&value)) return *error;
     values[i] = std::get<std::optional<std::string>>(std::move(value));
   }
@@ -281,16 +326,19 @@ Parsed<PostRequest> parse_post_request(const Headers& headers, std::string_view 
 Parsed<StatusRequest> parse_status_request(std::string_view operation_id, const Headers& headers,
                                            std::string_view request_head) {
   if (auto error = padded_header_error(request_head)) return *error;
-  auto now_s = logical_time(headers);
+  auto now_s = optional_logical_time(headers, request_head);
   if (auto* error = std::get_if<RequestError>(&now_s)) return *error;
   if (auto error = path_operation_id_error(operation_id)) return *error;
-  return StatusRequest{.operation_id = std::string(operation_id), .evaluation_time_s = std::get<std::int64_t>(now_s)};
+  const auto& time_s = std::get<std::optional<std::int64_t>>(now_s);
+  return StatusRequest{.operation_id = std::string(operation_id),
+                       .evaluation_time_s = time_s.value_or(kNoLogicalTime),
+                       .clockless = !time_s};
 }
 
 Parsed<GcRequest> parse_gc_request(std::string_view operation_id, const Headers& headers,
                                    std::string_view request_head) {
   if (auto error = padded_header_error(request_head)) return *error;
-  auto now_s = logical_time(headers);
+  auto now_s = logical_time(headers, request_head);
   if (auto* error = std::get_if<RequestError>(&now_s)) return *error;
   if (auto error = path_operation_id_error(operation_id)) return *error;
   return GcRequest{.operation_id = std::string(operation_id), .logical_time_s = std::get<std::int64_t>(now_s)};
@@ -336,7 +384,8 @@ std::vector<std::pair<std::string, std::string>> logical_time_headers(std::int64
 }
 
 Delivery decide(const std::optional<IdempotencyRecord>& existing, const PostRequest& request) {
-  if (!existing || !is_active(request.logical_time_s, existing->expires_at_s)) {
+  // A clock-less POST has no time to judge expiry at: a stored key protects.
+  if (!existing || (!request.clockless && !is_active(request.logical_time_s, existing->expires_at_s))) {
     return Delivery::applied;
   }
   if (existing->operation_id != request.operation_id) return Delivery::refused_other_operation;
@@ -354,28 +403,39 @@ RequestError refusal_error(Delivery delivery) {
   return RequestError{422, "idempotency_key_reused_with_different_payload", std::nullopt, std::nullopt};
 }
 
+namespace {
+
+// A time as JSON, or null where it stands for "no time" (or "never").
+nlohmann::json time_or_null(std::int64_t time_s, std::int64_t none_s) {
+  return time_s == none_s ? nlohmann::json(nullptr) : nlohmann::json(time_s);
+}
+
+}  // namespace
+
 nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s, const OperationState& state,
                              std::string_view boot_id, DedupeMode mode) {
+  const bool clockless = evaluation_time_s == kNoLogicalTime;
   nlohmann::json effects = nlohmann::json::array();
   for (const auto& effect : state.effects) {
     effects.push_back({{"effect_id", effect.effect_id},
                        {"operation_id", effect.operation_id},
                        {"idempotency_key", effect.idempotency_key},
-                       {"created_at", effect.created_at_s}});
+                       {"created_at", time_or_null(effect.created_at_s, kNoLogicalTime)}});
   }
   nlohmann::json records = nlohmann::json::array();
   std::int64_t active_records = 0;
   for (const auto& record : state.records) {
-    const bool active = is_active(evaluation_time_s, record.expires_at_s);
+    // Without a time every stored record protects its key.
+    const bool active = clockless || is_active(evaluation_time_s, record.expires_at_s);
     if (active) ++active_records;
     records.push_back({{"idempotency_key", record.idempotency_key},
                        {"operation_id", record.operation_id},
-                       {"created_at", record.created_at_s},
-                       {"expires_at", record.expires_at_s},
+                       {"created_at", time_or_null(record.created_at_s, kNoLogicalTime)},
+                       {"expires_at", time_or_null(record.expires_at_s, kNeverExpires)},
                        {"active_at_query", active}});
   }
   return {{"operation_id", operation_id},
-          {"evaluation_time", evaluation_time_s},
+          {"evaluation_time", time_or_null(evaluation_time_s, kNoLogicalTime)},
           {"status", status_name(state.effects.size())},
           {"effect_count", state.effects.size()},
           {"effects", std::move(effects)},
@@ -394,7 +454,7 @@ nlohmann::json post_json(const PostRequest& request, Delivery delivery, const Op
   auto json = snapshot_json(request.operation_id, request.logical_time_s, state, boot_id, mode);
   json["delivery"] = delivery_name(delivery);
   json["idempotency_key"] = request.idempotency_key;
-  json["ttl_seconds"] = request.ttl_s;
+  json["ttl_seconds"] = request.clockless ? nlohmann::json(nullptr) : nlohmann::json(request.ttl_s);
   return json;
 }
 

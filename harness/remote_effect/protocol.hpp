@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +50,13 @@ inline constexpr std::int64_t kFirstTemporalEpoch = 1;
 
 inline constexpr std::size_t kMaxHeaderValueBytes = 256;
 inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;
+
+// A request without X-Logical-Time is clock-less, as every request to a
+// service without a clock is: a stored key protects its operation for as long
+// as it is stored, and the key such a POST writes never expires. The file
+// keeps these two values where a time would be; answers write them as null.
+inline constexpr std::int64_t kNoLogicalTime = std::numeric_limits<std::int64_t>::min();
+inline constexpr std::int64_t kNeverExpires = std::numeric_limits<std::int64_t>::max();
 
 // A key is active strictly before its expiry: at exactly expires_at it has
 // expired. Both values are seconds of the caller's logical epoch.
@@ -143,6 +151,9 @@ struct PostRequest {
   std::int64_t logical_time_s = 0;
   std::int64_t ttl_s = 0;
   std::int64_t expires_at_s = 0;  // logical_time_s + ttl_s, checked for overflow
+  // Sent without X-Logical-Time: logical_time_s is kNoLogicalTime, ttl_s 0
+  // and expires_at_s kNeverExpires.
+  bool clockless = false;
   bool drop_ack = false;
   std::string body_sha256;  // hex SHA-256 of the body (the empty body has one too)
   // X-Require-Temporal-Fence: 1 with X-Expected-Temporal-Epoch: N, else nullopt.
@@ -152,7 +163,8 @@ struct PostRequest {
 // GET /status/{operation_id}, validated.
 struct StatusRequest {
   std::string operation_id;
-  std::int64_t evaluation_time_s = 0;
+  std::int64_t evaluation_time_s = 0;  // kNoLogicalTime when clockless
+  bool clockless = false;              // sent without X-Logical-Time
 };
 
 template <typename T>
@@ -257,7 +269,8 @@ struct OperationState {
 };
 
 // The /status snapshot, evaluated at evaluation_time_s (active_at_query uses
-// the strict expiry rule).
+// the strict expiry rule); at kNoLogicalTime every stored record is active and
+// "evaluation_time" is null.
 nlohmann::json snapshot_json(std::string_view operation_id, std::int64_t evaluation_time_s, const OperationState& state,
                              std::string_view boot_id, DedupeMode mode);
 

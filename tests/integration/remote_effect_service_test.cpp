@@ -196,7 +196,6 @@ TEST_CASE("each malformed POST is refused with 400 and applies nothing") {
   const std::vector<Case> cases = {
       {"missing operation id", replace("X-Operation-Id", std::nullopt), "missing_operation_id"},
       {"missing key", replace("Idempotency-Key", std::nullopt), "missing_idempotency_key"},
-      {"missing logical time", replace("X-Logical-Time", std::nullopt), "invalid_or_missing_logical_time"},
       {"logical time with junk", replace("X-Logical-Time", "100abc"), "invalid_or_missing_logical_time"},
       {"logical time overflowing int64", replace("X-Logical-Time", "9223372036854775808"),
        "invalid_or_missing_logical_time"},
@@ -236,7 +235,7 @@ TEST_CASE("each malformed POST is refused with 400 and applies nothing") {
   CHECK(service.process.running());
 }
 
-TEST_CASE("a status query without a valid logical time or operation id is refused with 400") {
+TEST_CASE("a status query with an invalid logical time or no operation id is refused with 400") {
   Service service;
   auto client = service.client();
   for (const auto* bad : {"", "12x", "1.0", "99999999999999999999"}) {
@@ -246,15 +245,48 @@ TEST_CASE("a status query without a valid logical time or operation id is refuse
     CHECK(result->status == 400);
     CHECK(body_of(result).at("error") == "invalid_or_missing_logical_time");
   }
-  const auto missing = client.Get("/status/op-1");
-  REQUIRE(missing);
-  CHECK(missing->status == 400);
-  CHECK(body_of(missing).at("error") == "invalid_or_missing_logical_time");
-
   const auto empty = client.Get("/status/", {{"X-Logical-Time", "1"}});
   REQUIRE(empty);
   CHECK(empty->status == 400);
   CHECK(body_of(empty).at("error") == "missing_operation_id");
+}
+
+TEST_CASE("requests without X-Logical-Time are clock-less: the key never expires, and a GC still needs a time") {
+  Service service;
+  auto client = service.client();
+  const httplib::Headers post = {{"X-Operation-Id", "op-c"}, {"Idempotency-Key", "key-c"}, {"X-Idempotency-TTL", "5"}};
+  auto first = client.Post("/effects", post, "{}", "application/json");
+  REQUIRE(first);
+  CHECK(first->status == 200);
+  CHECK(body_of(first).at("delivery") == "applied");
+  CHECK(body_of(first).at("ttl_seconds").is_null());
+  CHECK(body_of(first).at("evaluation_time").is_null());
+  CHECK(body_of(first).at("idempotency_records").at(0).at("expires_at").is_null());
+
+  auto again = client.Post("/effects", post, "{}", "application/json");
+  REQUIRE(again);
+  CHECK(body_of(again).at("delivery") == "deduplicated");
+  // A time a billion seconds later still finds the key active; a GC then removes nothing.
+  auto later = post;
+  later.emplace("X-Logical-Time", "1000000000");
+  auto timed = client.Post("/effects", later, "{}", "application/json");
+  REQUIRE(timed);
+  CHECK(body_of(timed).at("delivery") == "deduplicated");
+  auto gc = client.Post("/maintenance/gc/op-c", {{"X-Logical-Time", "1000000000"}}, "", "text/plain");
+  REQUIRE(gc);
+  CHECK(body_of(gc).at("removed_records") == 0);
+  auto untimed_gc = client.Post("/maintenance/gc/op-c", httplib::Headers{}, "", "text/plain");
+  REQUIRE(untimed_gc);
+  CHECK(untimed_gc->status == 400);
+  CHECK(body_of(untimed_gc).at("error") == "invalid_or_missing_logical_time");
+
+  auto status = client.Get("/status/op-c");
+  REQUIRE(status);
+  CHECK(status->status == 200);
+  CHECK(body_of(status).at("evaluation_time").is_null());
+  CHECK(body_of(status).at("active_idempotency_records") == 1);
+  CHECK(body_of(status).at("effect_count") == 1);
+  CHECK(body_of(status).at("post_requests") == 3);
 }
 
 TEST_CASE("an unknown path or method gets 404 with a JSON body") {

@@ -146,13 +146,65 @@ TEST_CASE("a POST without an operation id or key is refused with 400") {
   CHECK(post_error(with(valid_post_headers(), "Idempotency-Key", "")).error == "missing_idempotency_key");
 }
 
-TEST_CASE("a POST with a missing or non-integer logical time is refused with 400") {
+TEST_CASE("a POST with an empty or non-integer logical time is refused with 400") {
   for (const auto* bad : {"", "12abc", "1.5", "9223372036854775808", "+5"}) {
     const auto error = post_error(with(valid_post_headers(), "X-Logical-Time", bad));
     CHECK(error.http_status == 400);
     CHECK(error.error == "invalid_or_missing_logical_time");
   }
-  CHECK(post_error(without(valid_post_headers(), "X-Logical-Time")).error == "invalid_or_missing_logical_time");
+}
+
+TEST_CASE("a POST without X-Logical-Time is clock-less: no TTL, and a key that never expires") {
+  const auto request = post_ok(with(without(valid_post_headers(), "X-Logical-Time"), "X-Idempotency-TTL", "junk"));
+  CHECK(request.clockless);
+  CHECK(request.logical_time_s == re::kNoLogicalTime);
+  CHECK(request.ttl_s == 0);  // a TTL header is not read: there is no time to count it from
+  CHECK(request.expires_at_s == re::kNeverExpires);
+  CHECK_FALSE(post_ok(valid_post_headers()).clockless);
+}
+
+TEST_CASE("an X-Logical-Time sent empty is a bad time, not a clock-less request") {
+  // cpp-httplib leaves a header with an empty value out; the raw head still has it.
+  const std::string head = "GET /status/op-1 HTTP/1.1\r\nHost: x\r\nx-logical-time:\r\n\r\n";
+  const auto status = re::parse_status_request("op-1", {}, head);
+  REQUIRE(std::holds_alternative<re::RequestError>(status));
+  CHECK(std::get<re::RequestError>(status).error == "invalid_or_missing_logical_time");
+  auto post = re::parse_post_request(without(valid_post_headers(), "X-Logical-Time"), "", 60,
+                                     "POST /effects HTTP/1.1\r\nX-Logical-Time: \r\n\r\n");
+  REQUIRE(std::holds_alternative<re::RequestError>(post));
+  CHECK(std::get<re::RequestError>(post).error == "invalid_or_missing_logical_time");
+  // A path that holds a colon names no header.
+  CHECK(std::holds_alternative<re::StatusRequest>(
+      re::parse_status_request("X-Logical-Time", {}, "GET /status/X-Logical-Time: HTTP/1.1\r\n\r\n")));
+}
+
+TEST_CASE("a clock-less POST is deduplicated by any stored record of its key, whatever its expiry") {
+  auto clockless = request_at(0, "op-1");
+  clockless.clockless = true;
+  clockless.logical_time_s = re::kNoLogicalTime;
+  CHECK(re::decide(record_expiring_at(160, "op-1"), clockless) == re::Delivery::deduplicated);
+  CHECK(re::decide(record_expiring_at(re::kNeverExpires, "op-1"), clockless) == re::Delivery::deduplicated);
+  CHECK(re::decide(record_expiring_at(160, "op-2"), clockless) == re::Delivery::refused_other_operation);
+  CHECK(re::decide(std::nullopt, clockless) == re::Delivery::applied);
+  // A key written without a time is active at every time, and never collected.
+  CHECK(re::decide(record_expiring_at(re::kNeverExpires, "op-1"), request_at(1'000'000'000, "op-1")) ==
+        re::Delivery::deduplicated);
+  CHECK_FALSE(re::is_collectable(1'000'000'000, re::kNeverExpires));
+}
+
+TEST_CASE("a clock-less snapshot counts every stored record active and writes its times as null") {
+  re::OperationState state;
+  state.effects = {{1, "op-1", "key-1", re::kNoLogicalTime}};
+  state.records = {{"key-1", "op-1", re::kNoLogicalTime, re::kNeverExpires, "x"}, {"key-2", "op-1", 100, 160, "y"}};
+  const auto snapshot = re::snapshot_json("op-1", re::kNoLogicalTime, state, "boot", re::DedupeMode::durable);
+  CHECK(snapshot.at("evaluation_time").is_null());
+  CHECK(snapshot.at("active_idempotency_records") == 2);
+  CHECK(snapshot.at("effects").at(0).at("created_at").is_null());
+  CHECK(snapshot.at("idempotency_records").at(0).at("expires_at").is_null());
+  CHECK(snapshot.at("idempotency_records").at(1).at("expires_at") == 160);
+  // At a time, the record written without one is still active; the other has expired.
+  const auto timed = re::snapshot_json("op-1", 200, state, "boot", re::DedupeMode::durable);
+  CHECK(timed.at("active_idempotency_records") == 1);
 }
 
 TEST_CASE("a POST whose TTL is not a positive int64 is refused with 400") {
@@ -210,9 +262,10 @@ TEST_CASE("a status query needs an integer logical time and a non-empty operatio
   REQUIRE(std::holds_alternative<re::RequestError>(parsed));
   CHECK(std::get<re::RequestError>(parsed).error == "invalid_or_missing_logical_time");
 
-  parsed = re::parse_status_request("op-1", {});
-  REQUIRE(std::holds_alternative<re::RequestError>(parsed));
-  CHECK(std::get<re::RequestError>(parsed).error == "invalid_or_missing_logical_time");
+  parsed = re::parse_status_request("op-1", {});  // clock-less
+  REQUIRE(std::holds_alternative<re::StatusRequest>(parsed));
+  CHECK(std::get<re::StatusRequest>(parsed).clockless);
+  CHECK(std::get<re::StatusRequest>(parsed).evaluation_time_s == re::kNoLogicalTime);
 
   parsed = re::parse_status_request("", time);
   REQUIRE(std::holds_alternative<re::RequestError>(parsed));
