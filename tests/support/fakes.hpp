@@ -9,9 +9,11 @@
 // a temporary SQLite file, so the fence, expiry, dedupe and GC rules and what
 // they write are the service's, not a copy. Only the transport is fake.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -22,6 +24,7 @@
 #include "infra/ports.hpp"
 #include "remote_effect/protocol.hpp"
 #include "remote_effect/store.hpp"
+#include "steps/step.hpp"
 
 namespace skewbench::testing {
 
@@ -38,6 +41,9 @@ class FakeRemote final : public infra::RemoteApi {
   bool vanish_next_answer = false;
   bool restart_after_next_post = false;
   std::string boot_id = "fake-boot-1";
+  // Fields left out of every answer, as a service that does not report them
+  // (e.g. #015's, which has no clock and no boot_id) answers.
+  std::set<std::string> unreported;
 
   FakeRemote() { open(); }
 
@@ -100,9 +106,10 @@ class FakeRemote final : public infra::RemoteApi {
   }
 
   infra::HealthExchange health() override {
-    return infra::read_health(
-        {{"status", "ok"}, {"boot_id", boot_id}, {"idempotency_mode", protocol::dedupe_mode_name(mode_)}},
-        "GET /health");
+    nlohmann::json body = {
+        {"status", "ok"}, {"boot_id", boot_id}, {"idempotency_mode", protocol::dedupe_mode_name(mode_)}};
+    for (const auto& field : unreported) body.erase(field);
+    return infra::read_health(body, "GET /health");
   }
 
   infra::GcExchange gc(const std::string& operation_id, std::int64_t t) override {
@@ -133,13 +140,14 @@ class FakeRemote final : public infra::RemoteApi {
     return std::get<T>(parsed);
   }
 
-  static infra::HttpExchange answered(infra::HttpExchange ex, int http_status, nlohmann::json body) {
+  infra::HttpExchange answered(infra::HttpExchange ex, int http_status, nlohmann::json body) const {
+    for (const auto& field : unreported) body.erase(field);
     ex.http_status = http_status;
     ex.response_body = std::move(body);
     return ex;
   }
-  static infra::PostExchange posted(infra::HttpExchange ex, int http_status, nlohmann::json body,
-                                    infra::TransportOutcome outcome) {
+  infra::PostExchange posted(infra::HttpExchange ex, int http_status, nlohmann::json body,
+                             infra::TransportOutcome outcome) const {
     return infra::read_post(answered(std::move(ex), http_status, std::move(body)), outcome, "POST /effects");
   }
 
@@ -147,6 +155,26 @@ class FakeRemote final : public infra::RemoteApi {
   protocol::DedupeMode mode_ = protocol::kDefaultDedupeMode;
   std::unique_ptr<protocol::Store> store_;
   int boots_ = 1;
+};
+
+// Restarts and dedupe modes act on the FakeRemote; pauses and database
+// restarts have nothing to act on and only count.
+class FakeControl final : public steps::RemoteControl, public steps::DatabaseControl {
+ public:
+  explicit FakeControl(FakeRemote& remote) : remote_(remote) {}
+  // A service that reports no boot_id tells none when restarted either.
+  std::string restart_remote() override {
+    const auto boot_id = remote_.restart();
+    return remote_.unreported.contains("boot_id") ? std::string() : boot_id;
+  }
+  void pause_remote(std::chrono::milliseconds) override { ++pauses; }
+  void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.set_mode(mode); }
+  void restart_database(bool) override { ++database_restarts; }
+  int pauses = 0;
+  int database_restarts = 0;
+
+ private:
+  FakeRemote& remote_;
 };
 
 class FakeOutbox final : public infra::OutboxApi {

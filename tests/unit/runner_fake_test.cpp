@@ -1,6 +1,8 @@
 // The runner, steps and evidence core against in-memory fakes: decisions,
 // verdicts from measured counts, failing checks, errors, and digests.
 
+#include <set>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -222,4 +224,68 @@ TEST_CASE("the remote ledger names every counter that disagrees") {
   CHECK_THROWS_WITH(ledger.check(snapshot, "here"),
                     "here: the remote's request log holds post_requests 1, ack_drops 1 for this operation, but this "
                     "scenario sent 2 and 1");
+}
+
+TEST_CASE("a remote that reports only the counts gives the same verdicts, its other fields not observed") {
+  // As #015's service answers: no time, no key records, no boot_id, no mode.
+  const std::set<std::string> counts_only = {"evaluation_time", "idempotency_records", "active_idempotency_records",
+                                             "boot_id",         "idempotency_mode",    "durable_idempotency_records",
+                                             "temporal_epoch"};
+  for (const char* name : {"015-unsafe-new-key-per-attempt.json", "015-safe-stable-key-redelivery.json",
+                           "015-safe-reconcile-before-retry.json", "016-safe-durable-restart.json"}) {
+    INFO(name);
+    testing::FakeRemote full;
+    testing::FakeRemote sparse;
+    sparse.unreported = counts_only;
+    if (std::string(name).starts_with("016")) {
+      full.set_mode(remote_effect::DedupeMode::durable);
+      sparse.set_mode(remote_effect::DedupeMode::durable);
+    }
+    testing::FakeOutbox outbox;
+    testing::FakeControl control(full);
+    const auto expected =
+        runner::ScenarioRunner(full, outbox, {.run_id = "rtest", .remote_control = &control}).run(shipped(name));
+    testing::FakeOutbox sparse_outbox;
+    testing::FakeControl sparse_control(sparse);
+    const auto r = runner::ScenarioRunner(sparse, sparse_outbox, {.run_id = "rtest", .remote_control = &sparse_control})
+                       .run(shipped(name));
+    CHECK_FALSE(expected.error);
+    CHECK_FALSE(r.error);
+    CHECK(r.verdict == expected.verdict);
+    REQUIRE(r.final_measurement);
+    CHECK(r.final_measurement->remote.effect_count == expected.final_measurement->remote.effect_count);
+    CHECK(r.final_measurement->remote.post_requests == expected.final_measurement->remote.post_requests);
+    CHECK_FALSE(r.final_measurement->remote.active_idempotency_records);
+    CHECK_FALSE(r.final_measurement->remote.boot_id);
+    CHECK(r.final_json()["active_idempotency_records"].is_null());
+    CHECK(r.final_json()["idempotency_mode"].is_null());
+  }
+}
+
+TEST_CASE("a restart is told by the boot_id where both snapshots have one, else by a request log that went back") {
+  infra::RemoteSnapshot before;
+  before.post_requests = 1;
+  before.ack_drops = 1;
+  auto after = before;
+  CHECK_FALSE(infra::restarted_between(before, after));  // nothing tells
+  after.post_requests = 0;
+  after.ack_drops = 0;
+  CHECK(infra::restarted_between(before, after) == true);  // the log was lost: a new process
+  before.boot_id = "a";
+  after.boot_id = "a";
+  CHECK(infra::restarted_between(before, after) == false);  // the boot_id decides where there is one
+  after.boot_id = "b";
+  after.post_requests = 1;
+  after.ack_drops = 1;
+  CHECK(infra::restarted_between(before, after) == true);
+}
+
+TEST_CASE("a snapshot without a boot_id is held to its counts, never to a boot_id it does not report") {
+  infra::RemoteLedger ledger{.boot_id = "a", .post_requests = 1, .ack_drops = 1};
+  infra::RemoteSnapshot snapshot;
+  snapshot.post_requests = 1;
+  snapshot.ack_drops = 1;
+  CHECK_NOTHROW(ledger.check(snapshot, "here"));
+  snapshot.post_requests = 0;
+  CHECK_THROWS_WITH(ledger.check(snapshot, "here"), Catch::Matchers::ContainsSubstring("post_requests 0"));
 }

@@ -24,26 +24,10 @@ using nlohmann::json;
 
 namespace {
 
-// Restarts and dedupe modes act on the FakeRemote; pauses and database
-// restarts have nothing to act on and only count.
-class FakeControl final : public steps::RemoteControl, public steps::DatabaseControl {
- public:
-  explicit FakeControl(testing::FakeRemote& remote) : remote_(remote) {}
-  std::string restart_remote() override { return remote_.restart(); }
-  void pause_remote(std::chrono::milliseconds) override { ++pauses; }
-  void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.set_mode(mode); }
-  void restart_database(bool) override { ++database_restarts; }
-  int pauses = 0;
-  int database_restarts = 0;
-
- private:
-  testing::FakeRemote& remote_;
-};
-
 runner::ScenarioResult run_on_fakes(const scenario::Scenario& s) {
   testing::FakeRemote remote;
   testing::FakeOutbox outbox;
-  FakeControl control(remote);
+  testing::FakeControl control(remote);
   runner::ScenarioRunner r(remote, outbox,
                            {.run_id = "fields", .remote_control = &control, .database_control = &control});
   return r.run(s);

@@ -4,27 +4,31 @@
 // Verdicts are computed from these numbers, never from expectations.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "remote_effect/answers.hpp"
 
 namespace skewbench::infra {
 
-// The fields of a snapshot that a verdict is computed from, all observed.
+// The fields of a snapshot that a verdict is computed from. The counts are
+// required: every service of the protocol reports them (docs/wire-compatibility.md).
+// The rest is reported by some services only (the clock-less ones have no
+// time and no key records, #015's has no boot_id) and is nullopt, "not
+// observed", where the service does not report it.
 struct RemoteSnapshot {
   remote_effect::OperationStatus status = remote_effect::OperationStatus::absent;
   std::int64_t effect_count = 0;
   std::int64_t post_requests = 0;
   std::int64_t ack_drops = 0;
-  std::int64_t active_idempotency_records = 0;
-  std::int64_t evaluation_time_s = 0;
-  std::string boot_id;
+  std::optional<std::int64_t> active_idempotency_records;
+  std::optional<std::int64_t> evaluation_time_s;
+  std::optional<std::string> boot_id;
 };
 
 // The snapshot of a /status answer, or of a POST /effects answer (which
-// carries the same fields), with every field a verdict needs. Throws
-// InfrastructureError naming the first one the answer did not carry: what
-// was not observed is never guessed at.
+// carries the same fields). Throws InfrastructureError naming the first count
+// the answer did not carry: what was not observed is never guessed at.
 RemoteSnapshot required_snapshot(const remote_effect::StatusAnswer& answer);
 
 // What one scenario has sent to the remote, to hold every answer against: the
@@ -32,6 +36,8 @@ RemoteSnapshot required_snapshot(const remote_effect::StatusAnswer& answer);
 // restarted unasked, lost a request or counts one this scenario never sent
 // has had a fault the scenario did not plan, and nothing it then says may
 // become a verdict.
+// A remote that reports no boot_id is held to its counts alone: a restart
+// that lost its request log shows as counts that went back.
 struct RemoteLedger {
   std::string boot_id;             // from the scenario's first exchange; changed only by a step that restarts it
   std::int64_t post_requests = 0;  // POSTs the remote must have logged (answered 200, or planned drops)
@@ -40,5 +46,11 @@ struct RemoteLedger {
   // Throws InfrastructureError naming `where` and every field that disagrees.
   void check(const RemoteSnapshot& snapshot, const std::string& where) const;
 };
+
+// Whether the remote restarted between two snapshots of one operation, told
+// by the boot_id where both report one, else by the request log: a process
+// that lost it (counts lower than before) has restarted. Nullopt when neither
+// tells: no boot_id, and counts that did not go back.
+std::optional<bool> restarted_between(const RemoteSnapshot& before, const RemoteSnapshot& after);
 
 }  // namespace skewbench::infra

@@ -209,6 +209,11 @@ CheckOutcome no_recovery(const char* section) {
 
 CheckOutcome disagreement(const SectionRuns& runs) {
   const auto observations = runs.at(kUnsafe).observations_before_recovery();
+  for (const auto& o : observations) {
+    if (auto missing = unreported("active_idempotency_records", kUnsafe, {o["active_idempotency_records"]})) {
+      return *missing;
+    }
+  }
   return {observations_disagree(observations), {{"section", kUnsafe}, {"observations", observations}}};
 }
 

@@ -206,6 +206,16 @@ std::string incomplete_note(const json& published) {
 
 }  // namespace
 
+std::optional<CheckOutcome> unreported(const char* field, const char* section, std::initializer_list<json> values) {
+  for (const auto& value : values) {
+    if (value.is_null()) {
+      return CheckOutcome::not_measured(
+          {{"section", section}, {"reason", std::string("the remote does not report ") + field}});
+    }
+  }
+  return std::nullopt;
+}
+
 json published_result(const PublishedBenchmark& benchmark, const std::vector<const scenario::Scenario*>& scenarios,
                       const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env) {
   const auto runs = collect_sections(benchmark, scenarios, results);

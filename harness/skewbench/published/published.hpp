@@ -106,6 +106,12 @@ struct CheckOutcome {
   nlohmann::json evidence;
 };
 
+// Not measured when a value the check reads is null because the remote does
+// not report `field` (a clock-less service has no key records to count): such
+// a service can neither pass nor fail the check. Nullopt when every value is there.
+std::optional<CheckOutcome> unreported(const char* field, const char* section,
+                                       std::initializer_list<nlohmann::json> values);
+
 struct PublishedCheck {
   const char* id;
   std::vector<const char*> sections;  // the sections the check reads

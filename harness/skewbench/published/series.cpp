@@ -442,6 +442,11 @@ CheckOutcome c017_expires(const SectionRuns& runs) {
   if (seen.size() < 2) return no_step(k17Unsafe, "second observe");
   const auto& first = *seen.front();
   const auto* later = last_observation_before_recovery(run);
+  if (auto missing =
+          unreported("active_idempotency_records", k17Unsafe,
+                     {first["active_idempotency_records"], later ? (*later)["active_idempotency_records"] : json(0)})) {
+    return *missing;
+  }
   const bool passed = first["active_idempotency_records"] == 1 && first["effect_count"] == 1 && later &&
                       (*later)["active_idempotency_records"] == 0 && (*later)["effect_count"] == 1;
   return {passed,
@@ -485,6 +490,10 @@ CheckOutcome c017_reconcile(const SectionRuns& runs) {
   const auto& run = runs.at(k17Reconcile);
   if (!run.recovery()) return no_step(k17Reconcile, "recovery");
   const auto* before = last_observation_before_recovery(run);
+  if (auto missing = unreported("active_idempotency_records", k17Reconcile,
+                                {before ? (*before)["active_idempotency_records"] : json(0)})) {
+    return *missing;
+  }
   const auto& f = run.final_measurement();
   const bool passed = field_of(before, "active_idempotency_records") == 0 &&
                       recovery_field(run, "reconciled_status") == "committed" && !second_post_made(run) &&

@@ -153,7 +153,7 @@ class ObserveStep final : public Step {
     if (row.key_expires_at_s) state = policy::to_string(policy::classify_point(t, *row.key_expires_at_s));
     out.observed = {
         {"logical_time_s", t},
-        {"active_idempotency_records", snapshot.active_idempotency_records},
+        {"active_idempotency_records", opt(snapshot.active_idempotency_records)},
         {"effect_count", snapshot.effect_count},
         {"post_requests", snapshot.post_requests},
         {"status", status_json(snapshot.status)},
@@ -317,18 +317,31 @@ class RestartRemoteStep final : public Step {
     if (ctx.remote_control == nullptr) {
       throw InfrastructureError("restart_remote needs a remote-effect started by skewbench (no --remote-url)");
     }
-    const auto before = ctx.remote.health().answer.boot_id.value_or("");
-    if (!ctx.ledger.boot_id.empty() && before != ctx.ledger.boot_id) {
+    const auto boot_before = ctx.remote.health().answer.boot_id;
+    if (!ctx.ledger.boot_id.empty() && boot_before && *boot_before != ctx.ledger.boot_id) {
       throw InfrastructureError("restart_remote: the remote had already restarted unasked (boot_id " +
-                                ctx.ledger.boot_id + " became " + before + ")");
+                                ctx.ledger.boot_id + " became " + *boot_before + ")");
     }
-    const auto after = ctx.remote_control->restart_remote();
-    ctx.ledger.boot_id = after;
+    // What the ledger holds is what the remote held before: the boot_id and
+    // the request log of this operation.
+    infra::RemoteSnapshot before;
+    before.post_requests = ctx.ledger.post_requests;
+    before.ack_drops = ctx.ledger.ack_drops;
+    before.boot_id = boot_before;
+    ctx.ledger.boot_id = ctx.remote_control->restart_remote();
     StepOutcome out;
     const auto ex = ctx.remote.status(ctx.operation_id, ctx.reference_time(at_s()));
     out.exchanges.push_back(ex.to_json());
+    const auto after = infra::required_snapshot(ex.answer);
+    const auto restarted = infra::restarted_between(before, after);
+    if (!after.boot_id && restarted.value_or(false)) {
+      // A service without a boot_id that lost its request log in the restart
+      // (as #015's keeps it in memory): its counts start again from here.
+      ctx.ledger.post_requests = after.post_requests;
+      ctx.ledger.ack_drops = after.ack_drops;
+    }
     const auto snapshot = ctx.checked_snapshot(ex.answer, "restart_remote: GET /status answered, but");
-    out.observed = {{"boot_id_changed", !before.empty() && before != after},
+    out.observed = {{"boot_id_changed", restarted ? json(*restarted) : json(nullptr)},
                     {"effect_count", snapshot.effect_count},
                     {"status", status_json(snapshot.status)}};
     return out;
