@@ -680,7 +680,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    runner::Stack stack({database_url, remote_url, std::nullopt, "full", true});
+    runner::Stack stack({.database_url = database_url, .remote_url = remote_url, .remote_sync = "full", .quiet = true});
     infra::PgOutbox outbox(stack.database_url(), runner::new_run_id());
     infra::HttpRemote remote(stack.remote_url());
     const auto health = remote.health().body;

@@ -5,7 +5,14 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
+
+#include <httplib.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace skewbench::remote_effect {
 namespace {
@@ -31,11 +38,154 @@ std::string log_since(const std::optional<std::string>& path, std::uintmax_t off
   return text.empty() ? "(its log " + *path + " is empty)" : text;
 }
 
+// 'text' for /bin/sh: single quotes, each ' written as '\''.
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// The host a client connects to for a service bound to `host`.
+std::string connect_host(const std::string& host) {
+  if (host == "0.0.0.0" || host.empty()) return "127.0.0.1";
+  if (host == "::") return "::1";
+  return host;
+}
+
+// What GET /health answers now: nullopt while nothing listens or the answer
+// is not a ready one; the reason it is not ready in `why`.
+std::optional<nlohmann::json> healthy_answer(const std::string& host, int port, DedupeMode mode, std::string& why) {
+  httplib::Client client(connect_host(host), port);
+  client.set_tcp_nodelay(true);
+  client.set_connection_timeout(1, 0);
+  client.set_read_timeout(2, 0);
+  const auto result = client.Get("/health");
+  if (!result) {
+    why = "GET /health: " + httplib::to_string(result.error());
+    return std::nullopt;
+  }
+  if (result->status != 200) {
+    why = "GET /health answered " + std::to_string(result->status);
+    return std::nullopt;
+  }
+  const auto body = nlohmann::json::parse(result->body, nullptr, false);
+  if (!body.is_object() || body.value("status", nlohmann::json()) != "ok") {
+    why = "GET /health answered without \"status\": \"ok\": " + result->body.substr(0, 200);
+    return std::nullopt;
+  }
+  const auto reported = body.value("idempotency_mode", nlohmann::json());
+  if (reported.is_string() && parse_dedupe_mode(reported.get<std::string>()) != mode) {
+    why = "GET /health reports idempotency_mode " + reported.dump() + ", not \"" + std::string(dedupe_mode_name(mode)) +
+          "\"";
+    return std::nullopt;
+  }
+  return body;
+}
+
 }  // namespace
+
+std::string expand_command(const std::string& command, const LaunchOptions& options, int port) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < command.size()) {
+    const auto open = command.find('{', at);
+    if (open == std::string::npos) break;
+    const auto close = command.find('}', open);
+    if (close == std::string::npos) break;
+    out += command.substr(at, open - at);
+    const auto name = command.substr(open, close - open + 1);
+    if (name == "{port}") {
+      out += std::to_string(port);
+    } else if (name == "{state_db}") {
+      out += shell_quoted(options.state_db.string());
+    } else if (name == "{dedupe}") {
+      out += dedupe_mode_name(options.dedupe);
+    } else if (name == "{host}") {
+      out += shell_quoted(options.host);
+    } else {
+      throw std::invalid_argument("unknown placeholder " + name +
+                                  " in the service command (it may hold {port}, {state_db}, {dedupe} and {host})");
+    }
+    at = close + 1;
+  }
+  return out + command.substr(at);
+}
+
+int free_port(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(connect_host(host).c_str(), "0", &hints, &found) != 0 || found == nullptr) {
+    throw std::runtime_error("cannot find a free port: " + host + " is not a numeric address");
+  }
+  const int fd = ::socket(found->ai_family, SOCK_STREAM, 0);
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_storage bound{};
+    socklen_t length = sizeof(bound);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
+      port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(found);
+  if (port <= 0) throw std::runtime_error("cannot find a free port on " + host);
+  return port;
+}
 
 RemoteEffectProcess::RemoteEffectProcess(LaunchOptions options) : options_(std::move(options)) { start(options_.port); }
 
+void RemoteEffectProcess::start_command(int port) {
+  const auto log_offset = file_size_or_zero(options_.stderr_path);
+  Subprocess::Options process_options;
+  process_options.stderr_path = options_.stderr_path;
+  process_options.env = {{"PORT", std::to_string(port)},
+                         {"STATE_DB", options_.state_db.string()},
+                         {"IDEMPOTENCY_MODE", std::string(dedupe_mode_name(options_.dedupe))},
+                         {"HOST", options_.host}};
+  // exec: the service itself gets the signals; 1>&2: its stdout is logged, and
+  // never fills a pipe nobody reads.
+  auto process = std::make_unique<Subprocess>(
+      std::vector<std::string>{"/bin/sh", "-c", "exec " + expand_command(*options_.command, options_, port) + " 1>&2"},
+      process_options);
+  wait_until_healthy(*process, port, log_offset);
+  port_ = port;
+  process_ = std::move(process);
+  exit_code_.reset();
+}
+
+void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
+  std::string why = "nothing answered yet";
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (const auto code = process.wait_for_exit(std::chrono::milliseconds(0))) {
+      throw std::runtime_error("the service command exited with code " + std::to_string(*code) +
+                               " before it was ready: " + log_since(options_.stderr_path, log_offset));
+    }
+    if (const auto health = healthy_answer(options_.host, port, options_.dedupe, why)) {
+      boot_id_ = health->value("boot_id", nlohmann::json()).is_string() ? (*health)["boot_id"].get<std::string>()
+                                                                        : std::string();
+      ready_line_ = *health;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  process.stop();
+  throw std::runtime_error("the service command was not ready within " +
+                           std::to_string(options_.ready_timeout.count()) + " ms (" + why +
+                           "): " + log_since(options_.stderr_path, log_offset));
+}
+
 void RemoteEffectProcess::start(int port) {
+  if (options_.command) return start_command(port);
   std::vector<std::string> argv = {options_.binary,
                                    "--host",
                                    options_.host,
@@ -86,9 +236,7 @@ void RemoteEffectProcess::start(int port) {
 }
 
 std::string RemoteEffectProcess::base_url() const {
-  std::string host = options_.host;
-  if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
-  if (host == "::") host = "::1";
+  std::string host = connect_host(options_.host);
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   return "http://" + host + ":" + std::to_string(port_);
 }

@@ -2,13 +2,16 @@
 
 // Starts the real remote-effect binary as a child process and waits for its
 // ready line. Used by the driver's embedded mode, the integration tests and
-// the benchmark, so that all of them exercise the same executable.
+// the benchmark, so that all of them exercise the same executable. It starts
+// another service of the same protocol from a command just as well
+// (LaunchOptions::command), so that skewbench can restart and switch it too.
 
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <sys/types.h>
@@ -21,6 +24,14 @@ namespace skewbench::remote_effect {
 
 struct LaunchOptions {
   std::string binary;  // path of the remote-effect executable
+  // Another service of the protocol instead of the binary: one command,
+  // started by /bin/sh with exec (so that it gets the signals), in which
+  // {port}, {state_db}, {dedupe} and {host} become the values of this launch
+  // (shell-quoted); it also finds them in $PORT, $STATE_DB, $IDEMPOTENCY_MODE
+  // and $HOST. Its stdout goes to stderr_path with its stderr. It is ready
+  // when GET /health answers 200 with "status": "ok" and, where it reports an
+  // idempotency_mode, the one asked for. `port` must then be a fixed port.
+  std::optional<std::string> command;
   std::filesystem::path state_db;
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = let the service pick a free port
@@ -31,6 +42,17 @@ struct LaunchOptions {
   std::optional<std::string> stderr_path;  // service log; inherit stderr when empty
   std::chrono::milliseconds ready_timeout{10000};
 };
+
+// The placeholders a LaunchOptions::command may hold.
+inline constexpr std::string_view kCommandPlaceholders[] = {"{port}", "{state_db}", "{dedupe}", "{host}"};
+
+// The command with its placeholders replaced; throws std::invalid_argument
+// naming a "{...}" that is not one of kCommandPlaceholders.
+std::string expand_command(const std::string& command, const LaunchOptions& options, int port);
+
+// A free TCP port on host (bound, read and released: a service started on it
+// next is very likely to get it).
+int free_port(const std::string& host);
 
 // One running remote-effect process. The destructor stops it (SIGTERM, then
 // SIGKILL after a grace period). The child is also sent SIGTERM when the
@@ -62,6 +84,9 @@ class RemoteEffectProcess {
 
  private:
   void start(int port);
+  void start_command(int port);
+  // Polls GET /health until the service is ready (see LaunchOptions::command).
+  void wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset);
 
   LaunchOptions options_;
   std::unique_ptr<Subprocess> process_;

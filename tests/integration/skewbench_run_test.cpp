@@ -305,3 +305,54 @@ TEST_CASE("a throwaway cluster does not outlive a skewbench killed with SIGKILL"
   }
   CHECK_FALSE(cluster_dir_left);
 }
+
+TEST_CASE("a service given by --remote-command is started, restarted and switched as remote-effect is") {
+  // remote-effect itself, given as a command: the #016 scenarios restart it and
+  // switch its dedupe mode, and must give the reference's core digests.
+  TempDir dir("skewbench-it");
+  const auto out = dir.path() / "out";
+  const std::string command = std::string(SKEWBENCH_REMOTE_EFFECT_BIN) +
+                              " --host {host} --port {port} --state-db {state_db} --dedupe {dedupe} --sync normal";
+  std::vector<std::string> args = {"run"};
+  for (const char* name :
+       {"016-reconcile-after-restart.json", "016-safe-durable-restart.json", "016-unsafe-volatile-restart.json"}) {
+    args.push_back(source_path(std::string("scenarios/") + name));
+  }
+  args.insert(args.end(), {"--out", out.string(), "-q", "--remote-command", command});
+  const auto r = run_skewbench(args);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto summary = read_json(out / "summary.json");
+  const auto reference = read_json(source_path("results/reference/summary.json"));
+  for (const auto& row : summary["scenarios"]) {
+    INFO(row["id"]);
+    CHECK(row["core_digest"] == row_for(reference, row["id"].get<std::string>())["core_digest"]);
+  }
+  const auto evidence = read_json(out / "scenarios" / "016-safe-durable-restart.json");
+  CHECK(evidence["environment"]["remote_effect"]["command"] == command);
+  CHECK(evidence["environment"]["remote_effect"]["embedded"] == true);
+}
+
+TEST_CASE("a --remote-command that cannot be expanded, or comes with --remote-url, is exit 2 before anything starts") {
+  TempDir dir("skewbench-it");
+  const auto out = dir.path() / "out";
+  const auto scenario = source_path("scenarios/018-uncertainty.json");
+  const auto unknown = run_skewbench({"run", scenario, "--out", out.string(), "--remote-command", "svc --p {prot}"});
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.output, Catch::Matchers::ContainsSubstring("--remote-command: unknown placeholder {prot}"));
+  const auto both = run_skewbench(
+      {"run", scenario, "--out", out.string(), "--remote-command", "svc", "--remote-url", "http://127.0.0.1:1"});
+  CHECK(both.exit_code == 2);
+  CHECK_THAT(both.output, Catch::Matchers::ContainsSubstring("--remote-command"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("a --remote-command that exits before it is ready is an infrastructure error in its own words") {
+  TempDir dir("skewbench-it");
+  const auto out = dir.path() / "out";
+  const auto r = run_skewbench({"run", source_path("scenarios/018-uncertainty.json"), "--out", out.string(), "-q",
+                                "--remote-command", "sh -c 'echo no state at $STATE_DB >&2; exit 7'"});
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("exited with code 7 before it was ready"));
+  CHECK_THAT(r.output, Catch::Matchers::ContainsSubstring("no state at "));
+}

@@ -153,8 +153,10 @@ TEST_CASE("the environment records the binaries a started cluster ran on, and no
   pg17.server_version = "17.6";
   pg17.server_version_num = 170006;
   const auto embedded = evidence::describe_environment(
-      "r1", infra::describe_database(pg17, "postgresql://postgres@127.0.0.1:1/postgres", &binaries),
-      nlohmann::json::object(), "http://127.0.0.1:2", true);
+      "r1", {.database = infra::describe_database(pg17, "postgresql://postgres@127.0.0.1:1/postgres", &binaries),
+             .remote_health = nlohmann::json::object(),
+             .remote_url = "http://127.0.0.1:2",
+             .embedded_remote = true});
   CHECK(embedded.postgresql["embedded"] == true);
   CHECK(embedded.postgresql["bin_dir"] == "/c/postgresql-17.6.0/bin");
   CHECK(embedded.postgresql["source"] == "cache");
@@ -164,9 +166,11 @@ TEST_CASE("the environment records the binaries a started cluster ran on, and no
   infra::PostgresInfo pg15;
   pg15.server_version = "15.14";
   pg15.server_version_num = 150014;
-  const auto external =
-      evidence::describe_environment("r2", infra::describe_database(pg15, "postgresql://u:secret@db:5432/x", nullptr),
-                                     nlohmann::json::object(), "http://127.0.0.1:2", false);
+  const auto external = evidence::describe_environment(
+      "r2", {.database = infra::describe_database(pg15, "postgresql://u:secret@db:5432/x", nullptr),
+             .remote_health = nlohmann::json::object(),
+             .remote_url = "http://127.0.0.1:2",
+             .embedded_remote = false});
   CHECK(external.postgresql["embedded"] == false);
   CHECK(external.postgresql["bin_dir"].is_null());
   CHECK(external.postgresql["source"].is_null());

@@ -66,8 +66,7 @@ void describe_services(const runner::Session& session, const runner::StackOption
                        evidence::RunEnvironment& env) {
   const auto& description = session.description();
   const auto started_at = env.started_at_utc;
-  env = evidence::describe_environment(env.run_id, description.database, description.remote_health,
-                                       description.remote_url, description.embedded_remote);
+  env = evidence::describe_environment(env.run_id, description);
   env.started_at_utc = started_at;
   env.timeouts = services.timeouts_json();
   env.durability = runner::to_string(services.durability_or_durable());

@@ -104,8 +104,7 @@ void start_sweep_files(artifacts::OutFolder& out, const SweepPlan& plan, const S
 SweepEnvironment describe_sweep_environment(const SweepRequest& request, runner::Session& session,
                                             const std::string& run_id) {
   const auto& services = session.description();
-  auto env = evidence::describe_environment(run_id, services.database, services.remote_health, services.remote_url,
-                                            services.embedded_remote);
+  auto env = evidence::describe_environment(run_id, services);
   env.timeouts = request.services.timeouts_json();
   env.timeouts["max_unreachable_s"] = request.max_unreachable_s;
   env.durability = runner::to_string(request.services.durability.value_or(runner::Durability::throwaway));

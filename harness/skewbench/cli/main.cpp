@@ -42,10 +42,19 @@ void add_service_options(CLI::App* command, cli::ServiceArgs& services) {
                    "directory with initdb, pg_ctl and postgres for the throwaway cluster (default: "
                    "$SKEWBENCH_POSTGRES_BIN, the cached PostgreSQL 17.6, a system PostgreSQL 17, any system one)")
       ->excludes(database_url);
-  command->add_option("--remote-url", services.remote_url,
-                      "remote-effect base URL (http://HOST:PORT); without it the service is started");
-  command->add_option("--remote-effect-bin", services.remote_effect_binary,
-                      "remote-effect executable to start (default: next to skewbench, then PATH)");
+  auto* remote_url = command->add_option("--remote-url", services.remote_url,
+                                         "base URL (http://HOST:PORT) of a running remote-effect, or of any service "
+                                         "of its protocol; without it the service is started");
+  auto* remote_bin = command->add_option("--remote-effect-bin", services.remote_effect_binary,
+                                         "remote-effect executable to start (default: next to skewbench, then PATH)");
+  command
+      ->add_option("--remote-command", services.remote_command,
+                   "start this service of the protocol instead of remote-effect, and restart it where a step "
+                   "does: one command, in which {port}, {state_db}, {dedupe} and {host} become this run's "
+                   "values (also in $PORT, $STATE_DB, $IDEMPOTENCY_MODE, $HOST); ready when GET /health says "
+                   "\"status\": \"ok\" (docs/wire-compatibility.md)")
+      ->excludes(remote_url)
+      ->excludes(remote_bin);
   command->add_option("--remote-sync", services.remote_sync, "SQLite synchronous mode of a started remote-effect")
       ->check(CLI::IsMember({"full", "normal"}));
   command

@@ -60,8 +60,9 @@ std::vector<std::string> standard_warnings(int postgres_major) {
   return out;
 }
 
-RunEnvironment describe_environment(const std::string& run_id, const infra::DatabaseDescription& database,
-                                    const json& health, const std::string& remote_url, bool embedded_remote) {
+RunEnvironment describe_environment(const std::string& run_id, const runner::ServicesDescription& services) {
+  const auto& database = services.database;
+  const auto& health = services.remote_health;
   RunEnvironment env;
   env.run_id = run_id;
   env.started_at_utc = utc_now_iso8601();
@@ -81,7 +82,9 @@ RunEnvironment describe_environment(const std::string& run_id, const infra::Data
     env.postgresql["source"] = database.started->source;
     env.postgresql["binaries_version"] = database.started->version;
   }
-  env.remote_effect = {{"url", remote_url}, {"embedded", embedded_remote}};
+  env.remote_effect = {{"url", services.remote_url},
+                       {"embedded", services.embedded_remote},
+                       {"command", services.remote_command ? json(*services.remote_command) : json(nullptr)}};
   for (const char* field :
        {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync", "default_ttl_seconds"}) {
     env.remote_effect[field] = health.value(field, json(nullptr));

@@ -15,6 +15,7 @@
 #include "common/host.hpp"
 #include "infra/database_description.hpp"
 #include "runner/runner.hpp"
+#include "runner/session.hpp"
 #include "scenario/scenario.hpp"
 
 namespace skewbench::evidence {
@@ -55,9 +56,7 @@ nlohmann::json harness_json();
 // (redacted) URL, the binaries of a started cluster (null: an external
 // database), and what remote-effect's /health says of itself. Also sets the
 // standard warnings and the start time.
-RunEnvironment describe_environment(const std::string& run_id, const infra::DatabaseDescription& database,
-                                    const nlohmann::json& remote_health, const std::string& remote_url,
-                                    bool embedded_remote);
+RunEnvironment describe_environment(const std::string& run_id, const runner::ServicesDescription& services);
 
 // Warnings every artifact must show: a Debug build, a PostgreSQL major other
 // than the reference one.

@@ -4,6 +4,7 @@
 
 #include "common/text.hpp"
 #include "infra/postgres_cluster.hpp"
+#include "remote_effect/launcher.hpp"
 
 namespace skewbench::runner {
 
@@ -44,7 +45,8 @@ Session::Session(const SessionOptions& options) : stack_(std::make_unique<Stack>
       .database = infra::describe_database(outbox_->info(), stack_->database_url(), stack_->postgres_binaries()),
       .remote_health = remote_->health().body,
       .remote_url = stack_->remote_url(),
-      .embedded_remote = stack_->embedded_remote()};
+      .embedded_remote = stack_->embedded_remote(),
+      .remote_command = options.services.remote_command};
 }
 
 void Session::close_connections() {
@@ -64,6 +66,15 @@ ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& 
 std::optional<std::string> service_options_problem(const StackOptions& services) {
   if (services.postgres_bin && !infra::is_postgres_bindir(*services.postgres_bin)) {
     return "--postgres-bin " + *services.postgres_bin + ": not a directory holding initdb, pg_ctl and postgres";
+  }
+  if (services.remote_command) {
+    // A template that cannot be expanded is known now, not after PostgreSQL started.
+    try {
+      remote_effect::expand_command(*services.remote_command, remote_effect::LaunchOptions{}, 0);
+    } catch (const std::invalid_argument& e) {
+      return std::string("--remote-command: ") + e.what();
+    }
+    return std::nullopt;
   }
   if (!services.remote_url) {
     // A remote-effect that cannot be found is known now, not after PostgreSQL started.
@@ -108,7 +119,8 @@ std::optional<std::string> control_step_problem(const StackOptions& services,
     if (services.remote_url && s.needs_remote_control()) {
       const auto kinds = s.kinds_that(&steps::StepNeeds::remote_control);
       return s.source + ": " + text::join(kinds, " and ") + (kinds.size() == 1 ? " needs" : " need") +
-             " a remote-effect started by skewbench; drop --remote-url";
+             " a remote started by skewbench; drop --remote-url (or give --remote-command to let skewbench start "
+             "and restart your service)";
     }
   }
   for (const auto& s : scenarios) {

@@ -32,6 +32,7 @@ struct ServicesDescription {
   nlohmann::json remote_health;  // remote-effect's /health
   std::string remote_url;
   bool embedded_remote = false;
+  std::optional<std::string> remote_command = std::nullopt;  // the service started instead of remote-effect
 };
 
 struct SessionOptions {

@@ -57,13 +57,25 @@ std::vector<std::string> cluster_settings(const StackOptions& options) {
           std::string("synchronous_commit=") + (options.database_restarts ? "on" : "off")};
 }
 
+std::string service_name(const remote_effect::LaunchOptions& launch) {
+  return launch.command ? "the service of --remote-command" : "remote-effect";
+}
+
 std::unique_ptr<remote_effect::RemoteEffectProcess> start_remote(const remote_effect::LaunchOptions& launch) {
   try {
     return std::make_unique<remote_effect::RemoteEffectProcess>(launch);
   } catch (const InfrastructureError&) {
     throw;
   } catch (const std::exception& e) {
-    throw InfrastructureError(std::string("cannot start remote-effect: ") + e.what());
+    throw InfrastructureError("cannot start " + service_name(launch) + ": " + e.what());
+  }
+}
+
+int free_port(const std::string& host) {
+  try {
+    return remote_effect::free_port(host);
+  } catch (const std::exception& e) {
+    throw InfrastructureError(e.what());
   }
 }
 
@@ -78,7 +90,7 @@ void switch_dedupe_mode(std::unique_ptr<remote_effect::RemoteEffectProcess>& rem
     remote.reset();
     remote = std::make_unique<remote_effect::RemoteEffectProcess>(launch);
   } catch (const std::exception& e) {
-    throw InfrastructureError("cannot restart remote-effect with --dedupe " +
+    throw InfrastructureError("cannot restart " + service_name(launch) + " in dedupe mode " +
                               std::string(remote_effect::dedupe_mode_name(mode)) + ": " + e.what());
   }
 }
@@ -102,10 +114,12 @@ Stack::Stack(const StackOptions& options) {
     remote_url_ = *options.remote_url;
     return;
   }
-  const auto binary = find_remote_effect_binary(options.remote_effect_binary);
+  const auto binary = options.remote_command ? std::string() : find_remote_effect_binary(options.remote_effect_binary);
   const unsigned instances = std::max(1u, options.remote_instances);
   if (!options.quiet) {
-    std::cerr << "skewbench: starting remote-effect (" << binary << ")"
+    std::cerr << "skewbench: starting "
+              << (options.remote_command ? "the remote service: " + *options.remote_command
+                                         : "remote-effect (" + binary + ")")
               << (instances > 1 ? " x" + std::to_string(instances) + ", one per job" : "") << "\n";
   }
   for (unsigned i = 0; i < instances; ++i) {
@@ -117,6 +131,10 @@ Stack::Stack(const StackOptions& options) {
     launch->sync = options.remote_sync.value_or(
         options.durability_or_durable() == Durability::durable ? std::string("full") : std::string("normal"));
     launch->stderr_path = (work_dir_->path() / (name + ".log")).string();
+    if (options.remote_command) {
+      launch->command = options.remote_command;
+      launch->port = free_port(launch->host);
+    }
     auto process = start_remote(*launch);
     remotes_.push_back({.launch = std::move(launch), .process = std::move(process)});
   }
@@ -185,7 +203,7 @@ std::string Stack::restart_remote() {
   try {
     remote.restart();
   } catch (const std::exception& e) {
-    throw InfrastructureError(std::string("cannot restart remote-effect: ") + e.what());
+    throw InfrastructureError("cannot restart " + service_name(*remotes_.front().launch) + ": " + e.what());
   }
   return remote.boot_id();
 }

@@ -47,7 +47,11 @@ constexpr std::string_view to_string(Durability durability) { return kDurabiliti
 struct StackOptions {
   std::optional<std::string> database_url;  // external PostgreSQL, or start one
   std::optional<std::string> remote_url;    // external remote-effect, or start one
-  std::optional<std::string> remote_effect_binary;
+  std::optional<std::string> remote_effect_binary = std::nullopt;
+  // --remote-command: start this service of the protocol instead of
+  // remote-effect (remote_effect::LaunchOptions::command), restartable and
+  // switchable like it.
+  std::optional<std::string> remote_command = std::nullopt;
   // --remote-sync; else full when durable, normal when throwaway.
   std::optional<std::string> remote_sync = std::nullopt;
   bool quiet = false;       // no progress lines on stderr
@@ -93,6 +97,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   std::vector<std::string> remote_urls() const;
   // The binaries of the started cluster; null when the database is external.
   const infra::PostgresBinaries* postgres_binaries() const;
+  // Started by skewbench (remote-effect, or the service of --remote-command).
   bool embedded_remote() const { return !remotes_.empty(); }
   // Null when the remote is external and cannot be restarted by us.
   steps::RemoteControl* remote_control() { return embedded_remote() ? this : nullptr; }
