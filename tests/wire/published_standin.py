@@ -3,8 +3,8 @@
 
   published_standin.py --benchmark 015|016|017|018|019 [--host 127.0.0.1] [--port 0]
 
-It answers the protocol as tests/data/wire/README.md tabulates each published
-service: the same endpoints, headers, checks, error strings and answer fields,
+It answers the protocol as each published service answered in the recordings
+(tests/data/wire/): the same endpoints, headers, checks, error strings and answer fields,
 HTTP/1.0 with one request per connection, bodies as one JSON line with sorted
 keys. replay_transcript.py proves it: every recorded answer of each published
 driver's session is given again, body for body. It names itself (service

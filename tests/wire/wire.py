@@ -3,8 +3,8 @@ per connection (as the published drivers make them), and the comparison of an
 answer with a recorded one.
 
 The transcripts in tests/data/wire/ were recorded from the published drivers
-and services of #015-#019 (each file's "source" names them); their README
-lists what every field means. Values that differ between runs are
+and services of #015-#019 (each file's "source" names them, its
+"reading_guide" what every field means). Values that differ between runs are
 placeholders there: <boot_id:N> one per service process, <hostname:N>,
 <state_db:N>, <http-date>, <port>, <content-length>.
 """
