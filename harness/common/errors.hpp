@@ -19,7 +19,7 @@ class Interrupted : public std::runtime_error {
   Interrupted() : std::runtime_error("interrupted") {}
 };
 
-// Exit codes of every skewbench command (documented in the README).
+// Exit codes of every skewbench command (documented in docs/cli.md, "Exit codes").
 namespace exit_code {
 inline constexpr int kPass = 0;  // every expectation met
 inline constexpr int kExpectationFailed = 1;

@@ -2,7 +2,7 @@
 // and a sweep of each shipped grid, on fresh services, give exactly the core
 // digests of results/reference*/. A refactoring that changes a decision, a
 // count or a verdict anywhere fails here. When a change is meant to alter
-// behaviour, regenerate the references (README, "Comparing runs") in the same
+// behaviour, regenerate the references (CONTRIBUTING.md, "Tests") in the same
 // commit, so that the difference is reviewed as evidence.
 
 #include <catch2/catch_test_macros.hpp>
