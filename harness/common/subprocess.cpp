@@ -166,6 +166,10 @@ void Subprocess::send_signal(int signal_number) {
   if (running()) ::kill(pid_, signal_number);
 }
 
+void Subprocess::signal_group(int signal_number) {
+  if (running()) ::kill(-pid_, signal_number);
+}
+
 std::optional<int> Subprocess::wait_for_exit(std::chrono::milliseconds timeout) {
   if (exit_code_) return exit_code_;
   const auto deadline = std::chrono::steady_clock::now() + timeout;

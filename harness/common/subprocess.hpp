@@ -59,6 +59,8 @@ class Subprocess {
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
 
   void send_signal(int signal_number);
+  // To the child's whole process group (it leads one): also what it forked.
+  void signal_group(int signal_number);
 
   // Waits for the child to exit; returns its exit code (128+signal when killed),
   // or nullopt when the timeout passed.

@@ -83,7 +83,7 @@ PostAnswer read_post_answer(const json& body) {
   return PostAnswer{.delivery = in.word("delivery", kDeliveries),
                     .error = in.text("error"),
                     .idempotency_key = in.text("idempotency_key"),
-                    .ttl_s = in.integer("ttl_seconds"),
+                    .ttl_s = in.nullable_integer("ttl_seconds"),  // null: a clock-less POST
                     .expected_temporal_epoch = in.nullable_integer("expected_temporal_epoch"),
                     .current_temporal_epoch = in.integer("current_temporal_epoch"),
                     .snapshot = read_snapshot_fields(in)};

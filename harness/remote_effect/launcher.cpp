@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -91,13 +92,16 @@ std::optional<nlohmann::json> healthy_answer(const std::string& host, int port, 
 }  // namespace
 
 std::string expand_command(const std::string& command, const LaunchOptions& options, int port) {
+  // A placeholder is {name} with a lower-case name; other braces (${PORT},
+  // an awk program) are the shell's and stay as written.
+  static const std::regex kPlaceholder(R"(\{[a-z_]+\})");
   std::string out;
   std::size_t at = 0;
-  while (at < command.size()) {
-    const auto open = command.find('{', at);
-    if (open == std::string::npos) break;
-    const auto close = command.find('}', open);
-    if (close == std::string::npos) break;
+  for (auto it = std::sregex_iterator(command.begin(), command.end(), kPlaceholder); it != std::sregex_iterator();
+       ++it) {
+    const auto open = static_cast<std::size_t>(it->position());
+    const auto close = open + static_cast<std::size_t>(it->length()) - 1;
+    if (open > 0 && command[open - 1] == '$') continue;  // ${name} is a shell variable
     out += command.substr(at, open - at);
     const auto name = command.substr(open, close - open + 1);
     if (name == "{port}") {
@@ -144,40 +148,57 @@ int free_port(const std::string& host) {
 RemoteEffectProcess::RemoteEffectProcess(LaunchOptions options) : options_(std::move(options)) { start(options_.port); }
 
 void RemoteEffectProcess::start_command(int port) {
+  if (port == 0) port = free_port(options_.host);
   const auto log_offset = file_size_or_zero(options_.stderr_path);
   Subprocess::Options process_options;
   process_options.stderr_path = options_.stderr_path;
   process_options.env = {{"PORT", std::to_string(port)},
                          {"STATE_DB", options_.state_db.string()},
                          {"IDEMPOTENCY_MODE", std::string(dedupe_mode_name(options_.dedupe))},
+                         {"DEFAULT_TTL_SECONDS", std::to_string(options_.default_ttl_seconds)},
                          {"HOST", options_.host}};
-  // exec: the service itself gets the signals; 1>&2: its stdout is logged, and
-  // never fills a pipe nobody reads.
+  // exec env: the service itself gets the signals, and the command may start
+  // with VAR=value; 1>&2: its stdout is logged, never a pipe nobody reads.
   auto process = std::make_unique<Subprocess>(
-      std::vector<std::string>{"/bin/sh", "-c", "exec " + expand_command(*options_.command, options_, port) + " 1>&2"},
+      std::vector<std::string>{"/bin/sh", "-c",
+                               "exec env " + expand_command(*options_.command, options_, port) + " 1>&2"},
       process_options);
-  wait_until_healthy(*process, port, log_offset);
+  const auto previous_boot_id = boot_id_;
+  wait_until_healthy(*process, port, log_offset, previous_boot_id);
   port_ = port;
   process_ = std::move(process);
   exit_code_.reset();
 }
 
-void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset) {
+void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset,
+                                             const std::string& previous_boot_id) {
   const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
   std::string why = "nothing answered yet";
-  while (std::chrono::steady_clock::now() < deadline) {
+  const auto exited = [&] {
     if (const auto code = process.wait_for_exit(std::chrono::milliseconds(0))) {
       throw std::runtime_error("the service command exited with code " + std::to_string(*code) +
                                " before it was ready: " + log_since(options_.stderr_path, log_offset));
     }
+  };
+  while (std::chrono::steady_clock::now() < deadline) {
+    exited();
     if (const auto health = healthy_answer(options_.host, port, options_.dedupe, why)) {
-      boot_id_ = health->value("boot_id", nlohmann::json()).is_string() ? (*health)["boot_id"].get<std::string>()
-                                                                        : std::string();
-      ready_line_ = *health;
-      return;
+      const auto boot_id = health->value("boot_id", nlohmann::json()).is_string()
+                               ? (*health)["boot_id"].get<std::string>()
+                               : std::string();
+      // An answer from the process before (it may not have let go of the
+      // port yet) is not this one's.
+      if (previous_boot_id.empty() || boot_id != previous_boot_id) {
+        exited();  // answered by something else on the port, while this one failed
+        boot_id_ = boot_id;
+        ready_line_ = *health;
+        return;
+      }
+      why = "GET /health is still answered by the process before (boot_id " + boot_id + ")";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  process.signal_group(SIGKILL);
   process.stop();
   throw std::runtime_error("the service command was not ready within " +
                            std::to_string(options_.ready_timeout.count()) + " ms (" + why +
@@ -245,19 +266,37 @@ pid_t RemoteEffectProcess::pid() const { return process_ ? process_->pid() : -1;
 
 bool RemoteEffectProcess::running() const { return process_ && process_->running(); }
 
+RemoteEffectProcess::~RemoteEffectProcess() {
+  if (options_.command) stop();  // the service's whole process group, not only the shell's pid
+}
+
 void RemoteEffectProcess::kill_hard() {
   if (!running()) return;
-  process_->send_signal(SIGKILL);
+  if (options_.command) {
+    process_->signal_group(SIGKILL);
+  } else {
+    process_->send_signal(SIGKILL);
+  }
   exit_code_ = process_->wait_for_exit(std::chrono::milliseconds(10000));
 }
 
 int RemoteEffectProcess::stop() {
+  if (running() && options_.command) {
+    process_->signal_group(SIGTERM);
+    if (!process_->wait_for_exit(std::chrono::milliseconds(5000))) process_->signal_group(SIGKILL);
+  }
   if (running()) exit_code_ = process_->stop();
   return exit_code_.value_or(-1);
 }
 
 void RemoteEffectProcess::restart() {
-  stop();
+  // A service of a command is killed, as a container is removed (docker rm
+  // -f): what it held only in memory is gone, as in the published #016 runs.
+  if (options_.command) {
+    kill_hard();
+  } else {
+    stop();
+  }
   process_.reset();
   start(port_);
 }

@@ -27,10 +27,14 @@ struct LaunchOptions {
   // Another service of the protocol instead of the binary: one command,
   // started by /bin/sh with exec (so that it gets the signals), in which
   // {port}, {state_db}, {dedupe} and {host} become the values of this launch
-  // (shell-quoted); it also finds them in $PORT, $STATE_DB, $IDEMPOTENCY_MODE
-  // and $HOST. Its stdout goes to stderr_path with its stderr. It is ready
-  // when GET /health answers 200 with "status": "ok" and, where it reports an
-  // idempotency_mode, the one asked for. `port` must then be a fixed port.
+  // (shell-quoted); it also finds them in $PORT, $STATE_DB, $IDEMPOTENCY_MODE,
+  // $DEFAULT_TTL_SECONDS and $HOST, and may start with VAR=value. Its stdout
+  // goes to stderr_path with its stderr. It is ready when GET /health answers
+  // 200 with "status": "ok", where it reports an idempotency_mode the one asked
+  // for, and after a restart a boot_id of its own (where it reports one).
+  // `port` 0 picks a free one, kept across restarts; a service that listens
+  // on a fixed port is given that port. Signals go to its process group; a
+  // restart is a SIGKILL, as a container is removed.
   std::optional<std::string> command;
   std::filesystem::path state_db;
   std::string host = "127.0.0.1";
@@ -64,6 +68,9 @@ class RemoteEffectProcess {
   // carrying the service's own words (from stderr_path, when set) if it exits
   // or stays silent instead.
   explicit RemoteEffectProcess(LaunchOptions options);
+  ~RemoteEffectProcess();
+  RemoteEffectProcess(const RemoteEffectProcess&) = delete;
+  RemoteEffectProcess& operator=(const RemoteEffectProcess&) = delete;
 
   std::string base_url() const;  // "http://127.0.0.1:PORT"
   int port() const { return port_; }
@@ -86,7 +93,8 @@ class RemoteEffectProcess {
   void start(int port);
   void start_command(int port);
   // Polls GET /health until the service is ready (see LaunchOptions::command).
-  void wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset);
+  void wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset,
+                          const std::string& previous_boot_id);
 
   LaunchOptions options_;
   std::unique_ptr<Subprocess> process_;

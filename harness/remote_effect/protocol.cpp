@@ -92,9 +92,9 @@ Parsed<std::optional<std::int64_t>> optional_logical_time(const Headers& headers
   const auto& text = std::get<std::optional<std::string>>(value);
   if (!text) return std::optional<std::int64_t>{};
   const auto now_s = parse_int64(*text);
-  if (!now_s) {
+  if (!now_s || *now_s == kNoLogicalTime) {
     return bad_request(std::string(kErrorBadLogicalTime), std::string(kLogicalTimeHeader),
-                       "X-Logical-Time must be a base-10 int64 of logical seconds");
+                       "X-Logical-Time must be a base-10 int64 of logical seconds, above -9223372036854775808");
   }
   return now_s;
 }
@@ -253,9 +253,9 @@ std::optional<RequestError> read_key_lifetime(const std::optional<std::string>& 
     return std::nullopt;
   }
   const auto now_s = parse_int64(*logical_time);
-  if (!now_s) {
+  if (!now_s || *now_s == kNoLogicalTime) {
     return bad_request("invalid_or_missing_logical_time", std::string(kLogicalTimeHeader),
-                       "X-Logical-Time must be a base-10 int64 of logical seconds");
+                       "X-Logical-Time must be a base-10 int64 of logical seconds, above -9223372036854775808");
   }
   request.logical_time_s = *now_s;
   if (ttl) {
@@ -271,8 +271,8 @@ std::optional<RequestError> read_key_lifetime(const std::optional<std::string>& 
   if (request.ttl_s <= 0) {
     return bad_request("invalid_ttl", std::string(kTtlHeader), "the TTL must be positive");
   }
-  if (request.logical_time_s > std::numeric_limits<std::int64_t>::max() - request.ttl_s) {
-    return bad_request("invalid_ttl", std::string(kTtlHeader), "logical time plus TTL overflows int64");
+  if (request.logical_time_s >= kNeverExpires - request.ttl_s) {
+    return bad_request("invalid_ttl", std::string(kTtlHeader), "logical time plus TTL must stay below 9223372036854775807");
   }
   request.expires_at_s = request.logical_time_s + request.ttl_s;
   return std::nullopt;

@@ -55,16 +55,21 @@ inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;
 // service without a clock is: a stored key protects its operation for as long
 // as it is stored, and the key such a POST writes never expires. The file
 // keeps these two values where a time would be; answers write them as null.
+// Neither is a time a request may carry: X-Logical-Time is above
+// kNoLogicalTime, and now + TTL below kNeverExpires.
 inline constexpr std::int64_t kNoLogicalTime = std::numeric_limits<std::int64_t>::min();
 inline constexpr std::int64_t kNeverExpires = std::numeric_limits<std::int64_t>::max();
 
 // A key is active strictly before its expiry: at exactly expires_at it has
-// expired. Both values are seconds of the caller's logical epoch.
-constexpr bool is_active(std::int64_t now_s, std::int64_t expires_at_s) { return now_s < expires_at_s; }
+// expired. Both values are seconds of the caller's logical epoch. A key that
+// never expires is active at every time.
+constexpr bool is_active(std::int64_t now_s, std::int64_t expires_at_s) {
+  return expires_at_s == kNeverExpires || now_s < expires_at_s;
+}
 
 // Garbage collection removes a record at now_s when expires_at_s <= now_s: a
 // record exactly at its expiry is collected (the complement of is_active).
-constexpr bool is_collectable(std::int64_t now_s, std::int64_t expires_at_s) { return expires_at_s <= now_s; }
+constexpr bool is_collectable(std::int64_t now_s, std::int64_t expires_at_s) { return !is_active(now_s, expires_at_s); }
 
 // The epoch after a collection: one more when anything was removed, else unchanged.
 constexpr std::int64_t epoch_after_gc(std::int64_t epoch_before, std::int64_t removed_records) {

@@ -190,6 +190,21 @@ TEST_CASE("a clock-less POST is deduplicated by any stored record of its key, wh
   CHECK(re::decide(record_expiring_at(re::kNeverExpires, "op-1"), request_at(1'000'000'000, "op-1")) ==
         re::Delivery::deduplicated);
   CHECK_FALSE(re::is_collectable(1'000'000'000, re::kNeverExpires));
+  // Even at the largest time there is: "never" is not a time a key reaches.
+  CHECK(re::is_active(std::numeric_limits<std::int64_t>::max(), re::kNeverExpires));
+  CHECK_FALSE(re::is_collectable(std::numeric_limits<std::int64_t>::max(), re::kNeverExpires));
+}
+
+TEST_CASE("the two values that stand for no time and for never are not times a request may carry") {
+  // INT64_MIN is "no time": refused as a time, or a timed request would be read as clock-less.
+  CHECK(post_error(with(valid_post_headers(), "X-Logical-Time", "-9223372036854775808")).error ==
+        "invalid_or_missing_logical_time");
+  auto status = re::parse_status_request("op-1", {{"X-Logical-Time", "-9223372036854775808"}});
+  REQUIRE(std::holds_alternative<re::RequestError>(status));
+  // now + TTL reaching INT64_MAX would be "never expires".
+  auto at_max = with(valid_post_headers(), "X-Logical-Time", "9223372036854775747");
+  CHECK(post_error(with(at_max, "X-Idempotency-TTL", "60")).error == "invalid_ttl");
+  CHECK(post_ok(with(at_max, "X-Idempotency-TTL", "59")).expires_at_s == 9223372036854775806);
 }
 
 TEST_CASE("a clock-less snapshot counts every stored record active and writes its times as null") {
@@ -216,12 +231,14 @@ TEST_CASE("a POST whose TTL is not a positive int64 is refused with 400") {
   }
 }
 
-TEST_CASE("a POST whose expiry would overflow int64 is refused with 400") {
+TEST_CASE("a POST whose expiry would overflow int64, or reach its largest value (never), is refused with 400") {
   auto headers = with(valid_post_headers(), "X-Logical-Time", "9223372036854775800");
   headers = with(headers, "X-Idempotency-TTL", "8");
   CHECK(post_error(headers).error == "invalid_ttl");
   headers = with(headers, "X-Idempotency-TTL", "7");
-  CHECK(post_ok(headers).expires_at_s == std::numeric_limits<std::int64_t>::max());
+  CHECK(post_error(headers).error == "invalid_ttl");
+  headers = with(headers, "X-Idempotency-TTL", "6");
+  CHECK(post_ok(headers).expires_at_s == std::numeric_limits<std::int64_t>::max() - 1);
 }
 
 TEST_CASE("X-Drop-Ack accepts only 0 and 1") {

@@ -55,6 +55,13 @@ void add_service_options(CLI::App* command, cli::ServiceArgs& services) {
                    "\"status\": \"ok\" (docs/wire-compatibility.md)")
       ->excludes(remote_url)
       ->excludes(remote_bin);
+  auto* remote_command = command->get_option("--remote-command");
+  command
+      ->add_option("--remote-port", services.remote_port,
+                   "with --remote-command: the port that service listens on, when it cannot be told one "
+                   "(default: a free port, given as {port})")
+      ->check(CLI::Range(1, 65535))
+      ->needs(remote_command);
   command->add_option("--remote-sync", services.remote_sync, "SQLite synchronous mode of a started remote-effect")
       ->check(CLI::IsMember({"full", "normal"}));
   command

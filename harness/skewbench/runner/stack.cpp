@@ -71,14 +71,6 @@ std::unique_ptr<remote_effect::RemoteEffectProcess> start_remote(const remote_ef
   }
 }
 
-int free_port(const std::string& host) {
-  try {
-    return remote_effect::free_port(host);
-  } catch (const std::exception& e) {
-    throw InfrastructureError(e.what());
-  }
-}
-
 // Runs `remote` in dedupe mode `mode`: restarts it on the same state file and
 // port when it runs another, so its clients keep their URL.
 void switch_dedupe_mode(std::unique_ptr<remote_effect::RemoteEffectProcess>& remote,
@@ -116,6 +108,10 @@ Stack::Stack(const StackOptions& options) {
   }
   const auto binary = options.remote_command ? std::string() : find_remote_effect_binary(options.remote_effect_binary);
   const unsigned instances = std::max(1u, options.remote_instances);
+  if (options.remote_port && instances > 1) {
+    throw InfrastructureError("--remote-port " + std::to_string(*options.remote_port) + " is one port for " +
+                              std::to_string(instances) + " remote instances; run with --jobs 1");
+  }
   if (!options.quiet) {
     std::cerr << "skewbench: starting "
               << (options.remote_command ? "the remote service: " + *options.remote_command
@@ -133,7 +129,7 @@ Stack::Stack(const StackOptions& options) {
     launch->stderr_path = (work_dir_->path() / (name + ".log")).string();
     if (options.remote_command) {
       launch->command = options.remote_command;
-      launch->port = free_port(launch->host);
+      launch->port = options.remote_port.value_or(0);  // 0: a free one, kept across restarts
     }
     auto process = start_remote(*launch);
     remotes_.push_back({.launch = std::move(launch), .process = std::move(process)});

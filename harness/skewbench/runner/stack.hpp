@@ -52,6 +52,9 @@ struct StackOptions {
   // remote-effect (remote_effect::LaunchOptions::command), restartable and
   // switchable like it.
   std::optional<std::string> remote_command = std::nullopt;
+  // --remote-port: the port the service of remote_command listens on, for a
+  // service that cannot be told one; else a free port is chosen.
+  std::optional<int> remote_port = std::nullopt;
   // --remote-sync; else full when durable, normal when throwaway.
   std::optional<std::string> remote_sync = std::nullopt;
   bool quiet = false;       // no progress lines on stderr

@@ -1,0 +1,26 @@
+// The launcher's command template, without starting anything.
+
+#include <stdexcept>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "remote_effect/launcher.hpp"
+
+namespace re = skewbench::remote_effect;
+
+TEST_CASE("a service command's placeholders become this start's values, shell-quoted") {
+  re::LaunchOptions options;
+  options.state_db = "/tmp/it's here/remote.db";
+  options.dedupe = re::DedupeMode::volatile_;
+  CHECK(re::expand_command("svc --port {port} --db {state_db} --mode {dedupe} --host {host}", options, 8081) ==
+        "svc --port 8081 --db '/tmp/it'\\''s here/remote.db' --mode volatile --host '127.0.0.1'");
+}
+
+TEST_CASE("braces that are the shell's stay as written; an unknown placeholder is refused by name") {
+  const re::LaunchOptions options;
+  CHECK(re::expand_command("svc --port ${PORT} | awk '{print $1}'", options, 1) ==
+        "svc --port ${PORT} | awk '{print $1}'");
+  CHECK_THROWS_WITH(re::expand_command("svc --port {prot}", options, 1),
+                    Catch::Matchers::ContainsSubstring("unknown placeholder {prot}"));
+}
