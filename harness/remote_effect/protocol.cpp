@@ -272,7 +272,8 @@ std::optional<RequestError> read_key_lifetime(const std::optional<std::string>& 
     return bad_request("invalid_ttl", std::string(kTtlHeader), "the TTL must be positive");
   }
   if (request.logical_time_s >= kNeverExpires - request.ttl_s) {
-    return bad_request("invalid_ttl", std::string(kTtlHeader), "logical time plus TTL must stay below 9223372036854775807");
+    return bad_request("invalid_ttl", std::string(kTtlHeader),
+                       "logical time plus TTL must stay below 9223372036854775807");
   }
   request.expires_at_s = request.logical_time_s + request.ttl_s;
   return std::nullopt;
