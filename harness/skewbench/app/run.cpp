@@ -128,7 +128,8 @@ artifacts::RunReport run_report(const fs::path& out_dir, const std::string& dige
                               .warnings = env.warnings,
                               .exit_code = run_exit_code(results),
                               .published = nullptr,
-                              .published_series = {}};
+                              .published_series = {},
+                              .postgresql_version = env.postgresql.value("server_version", "")};
   for (auto& file : published::published_files(scenarios, results, env)) {
     if (!published::run_reports_on(*file.benchmark, scenarios)) continue;
     if (file.benchmark == &published::benchmark_018()) report.published = file.result;
@@ -174,28 +175,51 @@ RunOutcome run_into(const RunRequest& request, const std::vector<scenario::Scena
   return outcome;
 }
 
-// The scenarios of the request, or nullopt (and why) when a file or a flag
-// cannot be used.
-std::optional<std::vector<scenario::Scenario>> checked_scenarios(const RunRequest& request, Observer& observer) {
+// Says what it is told, and keeps it: why a run was refused.
+class RecordingObserver final : public Observer {
+ public:
+  explicit RecordingObserver(Observer& next) : next_(next) {}
+  void say(const std::string& line) override {
+    lines.push_back(line);
+    next_.say(line);
+  }
+  void entering(Phase phase) override { next_.entering(phase); }
+  std::vector<std::string> lines;
+
+ private:
+  Observer& next_;
+};
+
+// The scenarios of the request, or nullopt (and why, in `problems`) when a
+// file or a flag cannot be used.
+std::optional<std::vector<scenario::Scenario>> checked_scenarios(const RunRequest& request, Observer& next,
+                                                                 std::vector<artifacts::InputProblem>& problems) {
   std::vector<scenario::Scenario> scenarios;
+  const auto invalid = [&](const scenario::ScenarioFileError& e) {
+    next.say(std::string("invalid scenario: ") + e.what());
+    problems.push_back({.file = e.file(), .json_path = e.json_path(), .message = e.what()});
+    return std::nullopt;
+  };
   try {
     scenarios = runner::load_scenarios(request.paths);
   } catch (const scenario::ScenarioFileError& e) {
-    observer.say(std::string("invalid scenario: ") + e.what());
-    return std::nullopt;
+    return invalid(e);
   }
   for (const auto& s : scenarios) {
     if (const auto problem = published::report_as_problem(s)) {
-      observer.say(std::string("invalid scenario: ") +
-                   scenario::ScenarioFileError(s.source, "$.report_as", *problem).what());
-      return std::nullopt;
+      return invalid(scenario::ScenarioFileError(s.source, "$.report_as", *problem));
     }
   }
-  if (!service_options_are_usable(request.services, observer)) return std::nullopt;
-  if (!remote_modes_match(request.services, scenarios, observer)) return std::nullopt;
+  RecordingObserver observer(next);
+  const auto refused = [&] {
+    for (const auto& line : observer.lines) problems.push_back({.file = "", .json_path = "", .message = line});
+    return std::nullopt;
+  };
+  if (!service_options_are_usable(request.services, observer)) return refused();
+  if (!remote_modes_match(request.services, scenarios, observer)) return refused();
   if (const auto problem = runner::control_step_problem(request.services, scenarios)) {
     observer.say(*problem);
-    return std::nullopt;
+    return refused();
   }
   return scenarios;
 }
@@ -203,8 +227,11 @@ std::optional<std::vector<scenario::Scenario>> checked_scenarios(const RunReques
 }  // namespace
 
 RunOutcome run(const RunRequest& request, const std::atomic<bool>& stop, Observer& observer) {
-  const auto scenarios = checked_scenarios(request, observer);
-  if (!scenarios) return {.exit_code = exit_code::kUsage, .results = {}, .report = std::nullopt};
+  std::vector<artifacts::InputProblem> problems;
+  auto scenarios = checked_scenarios(request, observer, problems);
+  if (!scenarios) {
+    return {.exit_code = exit_code::kUsage, .results = {}, .report = std::nullopt, .input_problems = problems};
+  }
   std::vector<fs::path> inputs(request.paths.begin(), request.paths.end());
   for (const auto& s : *scenarios) inputs.emplace_back(s.source);
   // Checked, locked and probed before any service starts; held to the end.
@@ -216,7 +243,9 @@ RunOutcome run(const RunRequest& request, const std::atomic<bool>& stop, Observe
                                     .command = "run"},
                                    observer);
   if (!out) return {.exit_code = exit_code::kUsage, .results = {}, .report = std::nullopt};
-  return run_into(request, *scenarios, *out, stop, observer);
+  auto outcome = run_into(request, *scenarios, *out, stop, observer);
+  outcome.scenarios = std::move(*scenarios);
+  return outcome;
 }
 
 }  // namespace skewbench::app

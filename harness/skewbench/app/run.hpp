@@ -11,6 +11,7 @@
 
 #include "app/observer.hpp"
 #include "artifacts/console.hpp"
+#include "artifacts/junit.hpp"
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 
@@ -28,6 +29,10 @@ struct RunOutcome {
   std::vector<runner::ScenarioResult> results;
   // Set once the evidence is published; absent when the run stopped before.
   std::optional<artifacts::RunReport> report;
+  std::vector<scenario::Scenario> scenarios = {};  // as loaded, in run order
+  // Why the run was refused before it started (exit 2): the file and JSON
+  // path where known.
+  std::vector<artifacts::InputProblem> input_problems = {};
 };
 
 // Runs the scenarios of `request`; `stop` (SIGINT/SIGTERM) is read between

@@ -42,6 +42,7 @@ struct RunReport {
   nlohmann::json published = nullptr;
   // The result file of each benchmark the run reports on, in series order.
   std::vector<nlohmann::json> published_series;
+  std::string postgresql_version = {};  // as the server reports it
 };
 nlohmann::json run_json(const std::vector<runner::ScenarioResult>& results, const RunReport& report);
 

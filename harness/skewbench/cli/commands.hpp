@@ -11,6 +11,7 @@
 #include "app/observer.hpp"
 #include "app/run.hpp"
 #include "app/sweep.hpp"
+#include "artifacts/junit.hpp"
 #include "runner/stack.hpp"
 
 namespace skewbench::cli {
@@ -34,7 +35,13 @@ bool stdout_wants_colour();
 
 struct RunArgs : app::RunRequest {
   OutputFormat format = OutputFormat::Text;
+  std::optional<std::string> junit;  // --junit FILE
+  bool github = false;               // --github: annotations and step summary outside GitHub Actions too
 };
+
+// Writes the JUnit XML of a command to `file` (when given); false, saying
+// why on stderr, when it cannot be written.
+bool write_junit_file(const std::optional<std::string>& file, const std::vector<artifacts::JunitSuite>& suites);
 int run_scenarios(const RunArgs& args);
 
 // Checks scenario and grid files; reports every error of every file.
@@ -43,6 +50,8 @@ int validate_files(const std::vector<std::string>& paths);
 struct SweepArgs : app::SweepRequest {
   bool dry_run = false;  // list the cells, run nothing
   OutputFormat format = OutputFormat::Text;
+  std::optional<std::string> junit;  // --junit FILE
+  bool github = false;               // --github
 };
 int run_sweep(const SweepArgs& args);
 
@@ -53,7 +62,9 @@ struct CompareArgs {
   std::string base;
   std::string candidate;
   OutputFormat format = OutputFormat::Text;
-  std::size_t limit = 500;  // changed rows shown; 0 = all
+  std::size_t limit = 500;           // changed rows shown; 0 = all
+  std::optional<std::string> junit;  // --junit FILE
+  bool github = false;               // --github
 };
 int compare_results(const CompareArgs& args);
 
@@ -65,6 +76,8 @@ int render_report(const ReportArgs& args);
 
 struct VerifyArgs {
   std::string dir;
+  std::optional<std::string> junit;  // --junit FILE
+  bool github = false;               // --github
 };
 int verify_evidence(const VerifyArgs& args);
 

@@ -4,10 +4,36 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/github.hpp"
+#include "cli/junit_suites.hpp"
 #include "common/errors.hpp"
 #include "compare/compare.hpp"
 
 namespace skewbench::cli {
+namespace {
+
+// An annotation on the candidate's summary (a run) or cells (a sweep) for each
+// new CONFLICT and each MISSING row; the Markdown rendering in the summary.
+void report_to_github(const compare::Comparison& comparison) {
+  auto& out = std::cerr;  // stdout is the rendering, often redirected to a file
+  const auto file =
+      (comparison.candidate.dir / (comparison.kind == compare::Kind::Run ? "summary.json" : "cells.jsonl")).string();
+  for (const auto& row : comparison.rows) {
+    if (row.new_conflict) {
+      out << github_error(
+                 file, std::nullopt, std::string("skewbench compare: new CONFLICT"),
+                 std::string(comparison.unit()) + " " + row.key + " is CONFLICT in the candidate, not in the base")
+          << "\n";
+    } else if (row.status == compare::RowStatus::Missing) {
+      out << github_error(file, std::nullopt, std::string("skewbench compare: MISSING"),
+                          std::string(comparison.unit()) + " " + row.key + " is in the base, not in the candidate")
+          << "\n";
+    }
+  }
+  append_step_summary(compare::to_markdown(comparison));
+}
+
+}  // namespace
 
 int compare_results(const CompareArgs& args) {
   compare::Comparison comparison;
@@ -15,6 +41,11 @@ int compare_results(const CompareArgs& args) {
     comparison = compare::compare_dirs(args.base, args.candidate, {.limit = args.limit});
   } catch (const compare::CannotCompare& e) {
     std::cerr << "skewbench: cannot compare: " << e.what() << "\n";
+    write_junit_file(
+        args.junit,
+        artifacts::input_suites(
+            "compare",
+            {{.file = args.candidate, .json_path = "", .message = std::string("cannot compare: ") + e.what()}}));
     return exit_code::kUsage;
   }
   switch (args.format) {
@@ -28,6 +59,8 @@ int compare_results(const CompareArgs& args) {
       std::cout << compare::to_text(comparison);
       break;
   }
+  if (github_actions(args.github)) report_to_github(comparison);
+  if (!write_junit_file(args.junit, compare_suites(comparison))) return exit_code::kInfrastructure;
   return comparison.exit_code();
 }
 

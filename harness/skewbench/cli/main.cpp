@@ -104,6 +104,17 @@ bool is_unknown_command(int argc, char** argv) {
   return true;
 }
 
+// --junit FILE: JUnit XML for the CI's test report; --github: GitHub Actions
+// annotations and step summary (docs/ci.md).
+void add_ci_options(CLI::App* command, std::optional<std::string>& file, bool& github) {
+  command->add_option(
+      "--junit", file,
+      "also write the outcome as JUnit XML to FILE, for a CI's test report (docs/ci.md, \"JUnit XML\")");
+  command->add_flag("--github", github,
+                    "write GitHub Actions annotations and append to $GITHUB_STEP_SUMMARY, as under "
+                    "GITHUB_ACTIONS=true (docs/ci.md)");
+}
+
 // CLI11's own message, on a line that says who speaks, and where help is.
 int parse_error(const CLI::App& app, const CLI::ParseError& e) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
@@ -121,6 +132,7 @@ CLI::App* add_run(CLI::App& app, cli::RunArgs& run) {
   command->add_flag("--overwrite", run.overwrite, "write into an --out directory that already holds evidence");
   add_format_option(command, run.format, {"text", "json"},
                     "text (a table, then the failing checks) or json (one document on stdout; progress on stderr)");
+  add_ci_options(command, run.junit, run.github);
   command->footer(footer("skewbench run scenarios/018-uncertainty.json --out evidence/run-1", kRunExitCodes));
   return command;
 }
@@ -156,6 +168,7 @@ CLI::App* add_sweep(CLI::App& app, cli::SweepArgs& sweep) {
       ->excludes(overwrite);
   add_format_option(command, sweep.format, {"text", "json"},
                     "text or json (one document on stdout; progress on stderr)");
+  add_ci_options(command, sweep.junit, sweep.github);
   command->footer(footer("skewbench sweep scenarios/sweeps/018-offset-by-epsilon.json --out sweeps/eps -j 2",
                          "  0    every cell ran (or --dry-run)\n"
                          "  2    bad arguments, grid file or --out; nothing started\n"
@@ -184,6 +197,7 @@ CLI::App* add_compare(CLI::App& app, cli::CompareArgs& compare) {
   command->add_option("candidate", compare.candidate, "the candidate run or sweep directory")->required();
   add_format_option(command, compare.format, {"text", "markdown", "json"}, "text, markdown or json");
   command->add_option("--limit", compare.limit, "show at most this many rows (default 500; 0 = all)");
+  add_ci_options(command, compare.junit, compare.github);
   command->footer(footer("skewbench compare evidence/main evidence/branch --format markdown",
                          "  0    no new CONFLICT and nothing missing\n"
                          "  1    a new CONFLICT, or a scenario or cell of the base is MISSING\n"
@@ -207,6 +221,7 @@ CLI::App* add_verify(CLI::App& app, cli::VerifyArgs& verify) {
   auto* command = app.add_subcommand(
       "verify", "check a run or sweep folder: manifest, digests, JSON Schemas (see docs/evidence.md)");
   command->add_option("dir", verify.dir, "the run or sweep directory")->required();
+  add_ci_options(command, verify.junit, verify.github);
   command->footer(footer("skewbench verify evidence/run-1",
                          "  0    valid: every file matches the manifest, its schema and its digests\n"
                          "  1    not valid (every problem is listed)\n"

@@ -9,7 +9,9 @@
 #include "app/run.hpp"
 #include "artifacts/console.hpp"
 #include "cli/commands.hpp"
+#include "cli/github.hpp"
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "published/published.hpp"
 #include "sweep/file_check.hpp"
@@ -85,9 +87,78 @@ int validate_files(const std::vector<std::string>& paths) {
   return exit_code::kUsage;
 }
 
+bool write_junit_file(const std::optional<std::string>& file, const std::vector<artifacts::JunitSuite>& suites) {
+  if (!file) return true;
+  try {
+    artifacts::write_junit(*file, suites);
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot write --junit " << *file << ": " << e.what() << "\n";
+    return false;
+  }
+}
+
+namespace {
+
+// The run as JUnit: its suites, the input it refused, or why it has no evidence.
+std::vector<artifacts::JunitSuite> run_junit(const app::RunOutcome& outcome) {
+  if (!outcome.input_problems.empty()) return artifacts::input_suites("run", outcome.input_problems);
+  if (outcome.report) return artifacts::run_suites(outcome.scenarios, outcome.results, *outcome.report);
+  return {{.name = "skewbench run",
+           .cases = {{.classname = "skewbench run",
+                      .name = "evidence written",
+                      .result = artifacts::CaseResult::error,
+                      .message = "the run ended with exit code " + std::to_string(outcome.exit_code) +
+                                 " before its evidence was written (see the log)"}},
+           .properties = {},
+           .time_s = 0}};
+}
+
+// Under GitHub Actions: an annotation on the scenario file of each check that
+// did not hold and each scenario in ERROR, and on each file refused; RESULT.md
+// in the job's summary.
+void report_to_github(const RunArgs& args, const app::RunOutcome& outcome) {
+  if (!github_actions(args.github)) return;
+  auto& out = std::cerr;  // the runner reads workflow commands there too; stdout may be a file or a document
+  for (const auto& p : outcome.input_problems) {
+    out << github_error(p.file.empty() ? std::nullopt : std::optional<std::string>(p.file), std::nullopt,
+                        "skewbench run: invalid input", p.message)
+        << "\n";
+  }
+  for (std::size_t i = 0; i < outcome.results.size() && i < outcome.scenarios.size(); ++i) {
+    const auto& r = outcome.results[i];
+    const auto& source = outcome.scenarios[i].source;
+    if (r.error) {
+      out << github_error(source, std::nullopt, "skewbench: " + r.scenario_id + " ERROR", *r.error) << "\n";
+      continue;
+    }
+    for (const auto& check : r.checks) {
+      if (check.pass) continue;
+      out << github_error(source, std::nullopt, "skewbench: " + r.scenario_id + " " + check.id,
+                          "expected " + check.expected.dump() + ", observed " +
+                              (check.observed.is_null() ? std::string("null (not observed)") : check.observed.dump()))
+          << "\n";
+    }
+  }
+  if (outcome.report) {
+    try {
+      append_step_summary(read_file(outcome.report->evidence_dir / "RESULT.md"));
+    } catch (const std::exception& e) {
+      std::cerr << "skewbench: no step summary: " << e.what() << "\n";
+    }
+  }
+}
+
+}  // namespace
+
 int run_scenarios(const RunArgs& args) {
   const auto outcome = app::run(args, interrupted_flag(), stderr_observer());
   if (outcome.report) print_run_outcome(args, outcome.results, *outcome.report);
+  report_to_github(args, outcome);
+  if (args.junit && !write_junit_file(args.junit, run_junit(outcome)) &&
+      outcome.exit_code < exit_code::kInfrastructure) {
+    return exit_code::kInfrastructure;
+  }
   return outcome.exit_code;
 }
 

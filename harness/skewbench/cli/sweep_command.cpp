@@ -4,6 +4,8 @@
 
 #include "app/sweep.hpp"
 #include "cli/commands.hpp"
+#include "cli/github.hpp"
+#include "cli/junit_suites.hpp"
 #include "common/errors.hpp"
 #include "sweep/console.hpp"
 
@@ -21,7 +23,35 @@ int run_sweep(const SweepArgs& args) {
     return exit_code::kPass;
   }
   const auto result = app::sweep(args, interrupted_flag(), stderr_observer());
+  if (args.junit) {
+    const auto suites =
+        result.summary
+            ? sweep_suites(*result.summary, args.grid_path)
+            : std::vector<artifacts::JunitSuite>{
+                  {.name = "skewbench sweep " + args.grid_path,
+                   .cases = {{.classname = "skewbench sweep",
+                              .name = "cells ran",
+                              .result = artifacts::CaseResult::error,
+                              .message = "the sweep ended with exit code " + std::to_string(result.exit_code) +
+                                         " before its cells ran (see the log)",
+                              .file = args.grid_path}},
+                   .properties = {},
+                   .time_s = 0}};
+    if (!write_junit_file(args.junit, suites) && result.exit_code < exit_code::kInfrastructure) {
+      return exit_code::kInfrastructure;
+    }
+  }
   if (!result.summary) return result.exit_code;
+  if (github_actions(args.github)) {
+    const auto errors = result.summary->value("errors", 0);
+    if (errors > 0) {
+      std::cerr << github_error(args.grid_path, std::nullopt, "skewbench sweep: ERROR cells",
+                                std::to_string(errors) + " cells ended in ERROR (see " + result.dir.string() +
+                                    "/cells.jsonl; --resume runs them again)")
+                << "\n";
+    }
+    append_step_summary("```\n" + sweep::end_text(*result.summary, result.dir, args.grid_path) + "```\n");
+  }
   if (args.format == OutputFormat::Json) {
     std::cout << sweep::end_json(*result.summary, result.dir, result.exit_code).dump(2) << "\n";
   } else {

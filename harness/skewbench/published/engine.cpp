@@ -259,6 +259,16 @@ std::optional<std::string> report_as_problem(const scenario::Scenario& scenario)
   return "\"" + *scenario.report_as + "\" is not one of: " + text::join(sections, ", ");
 }
 
+const PublishedBenchmark* benchmark_reported_by(const scenario::Scenario& scenario) {
+  if (!scenario.report_as) return nullptr;
+  for (const auto* benchmark : series_benchmarks()) {
+    for (const auto& section : benchmark->sections) {
+      if (*scenario.report_as == std::string(benchmark->report_prefix) + section.name) return benchmark;
+    }
+  }
+  return nullptr;
+}
+
 bool run_reports_on(const PublishedBenchmark& benchmark, const std::vector<const scenario::Scenario*>& scenarios) {
   for (const auto* s : scenarios) {
     for (const auto& section : benchmark.sections) {

@@ -182,6 +182,9 @@ nlohmann::json published_result(const PublishedBenchmark& benchmark,
 // #018, "<benchmark>:<section>" for the rest (report_prefix + name).
 std::vector<std::string> report_sections();
 
+// The benchmark whose section the scenario reports as; null when none.
+const PublishedBenchmark* benchmark_reported_by(const scenario::Scenario& scenario);
+
 // Why a scenario's report_as names no published section ("\"x\" is not one
 // of: ..."); nullopt when it names one or the scenario reports on none.
 std::optional<std::string> report_as_problem(const scenario::Scenario& scenario);
