@@ -253,3 +253,24 @@ TEST_CASE("a sweep's own services are throwaway unless --durability durable, and
   }
   CHECK(digests[0] == digests[1]);  // the profile is not part of the outcome
 }
+
+TEST_CASE("a sweep's progress lines count the CONFLICT and ERROR cells written so far, and -q has none") {
+  TempDir dir("skewbench-sweep-it");
+  const auto grid = source_path("scenarios/sweeps/019-rollback-by-gc.json");
+  const auto out = dir.path() / "out";
+  const auto r = run_skewbench({"sweep", grid, "--out", out.string(), "-j", "2"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::uint64_t conflicts = 0;
+  const auto summary = read_json(out / "sweep.json");
+  for (const auto& [policy, counts] : summary["per_policy"].items()) {
+    conflicts += counts["CONFLICT"].get<std::uint64_t>();
+  }
+  REQUIRE(conflicts > 0);  // else the count below could not tell
+  // Not a terminal: one plain line per tenth, the last one complete.
+  CHECK_THAT(r.output, ContainsSubstring("sweep: 60/60 cells (100%)"));
+  CHECK_THAT(r.output, ContainsSubstring("CONFLICT " + std::to_string(conflicts) + "  ERROR 0\n"));
+  const auto quiet = run_skewbench({"sweep", grid, "--out", (dir.path() / "quiet").string(), "-j", "2", "-q"});
+  CHECK(quiet.exit_code == 0);
+  CHECK_THAT(quiet.output, !ContainsSubstring("sweep: "));
+}

@@ -33,22 +33,26 @@ class Progress {
   Progress(std::uint64_t total, bool enabled)
       : total_(total), enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
 
-  void update(std::uint64_t done) {
+  // `done` cells are written, the last of them with `record` (its verdict is counted).
+  void update(std::uint64_t done, const json& record) {
+    const auto verdict = record.is_object() ? record.value("verdict", "") : std::string();
+    if (verdict == "CONFLICT") ++conflicts_;
+    if (verdict == "ERROR") ++errors_;
     if (!enabled_ || total_ == 0) return;
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0;
+    const auto n = [](std::uint64_t value) { return static_cast<unsigned long long>(value); };
     if (tty_) {
-      std::fprintf(stderr, "\rsweep: %llu/%llu cells  %.1f cells/s  ETA %.0fs   ",
-                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_), rate, eta);
+      std::fprintf(stderr, "\rsweep: %llu/%llu cells  %.1f cells/s  ETA %.0fs  CONFLICT %llu  ERROR %llu   ", n(done),
+                   n(total_), rate, eta, n(conflicts_), n(errors_));
       if (done == total_) std::fputc('\n', stderr);
     } else {
       const auto decile = done * 10 / total_;
       if (decile > last_decile_ || done == total_) {
         last_decile_ = decile;
-        std::fprintf(stderr, "sweep: %llu/%llu cells (%llu%%)  %.1f cells/s  ETA %.0fs\n",
-                     static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
-                     static_cast<unsigned long long>(done * 100 / total_), rate, eta);
+        std::fprintf(stderr, "sweep: %llu/%llu cells (%llu%%)  %.1f cells/s  ETA %.0fs  CONFLICT %llu  ERROR %llu\n",
+                     n(done), n(total_), n(done * 100 / total_), rate, eta, n(conflicts_), n(errors_));
       }
     }
     std::fflush(stderr);
@@ -60,6 +64,8 @@ class Progress {
   bool tty_;
   Clock::time_point start_;
   std::uint64_t last_decile_ = 0;
+  std::uint64_t conflicts_ = 0;  // of the cells written so far
+  std::uint64_t errors_ = 0;
 };
 
 // Workers finish cells out of order; this puts them back in order before they
@@ -88,10 +94,10 @@ class ReorderBuffer {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.emplace(k, std::move(record));
     while (!pending_.empty() && pending_.begin()->first == next_) {
-      write(pending_.begin()->first, pending_.begin()->second);
+      const auto written = write(pending_.begin()->first, pending_.begin()->second);
       pending_.erase(pending_.begin());
       ++next_;
-      progress_.update(next_);
+      progress_.update(next_, written);
     }
     room_.notify_all();
   }
@@ -117,7 +123,12 @@ class ReorderBuffer {
   CellWriter& writer_;
   Progress& progress_;
   std::uint64_t window_;
-  void write(std::uint64_t k, const json& record) { writer_.write(record.is_null() ? kept_(k) : record); }
+  // Writes cell k (its record, or the kept one) and returns what was written.
+  json write(std::uint64_t k, const json& record) {
+    auto written = record.is_null() ? kept_(k) : record;
+    writer_.write(written);
+    return written;
+  }
 
   KeptRecord kept_;
   std::map<std::uint64_t, json> pending_;
