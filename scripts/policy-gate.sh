@@ -6,7 +6,7 @@
 #   policy-gate.sh shard GRID I N OUT         sweep shard I of N of GRID into OUT
 #   policy-gate.sh merge OUT SHARD_DIR...     merge the shards into OUT, draw the report, verify OUT
 #   policy-gate.sh compare REFERENCE MERGED   compare as Markdown on stdout and as JUnit XML in
-#                                             ./compare-junit.xml; exits with compare's code
+#                                             MERGED-compare-junit.xml; exits with compare's code
 #
 # Environment: SKEWBENCH (default: build/bin/skewbench), and for `shard`
 # SKEWBENCH_DATABASE_URL and SKEWBENCH_REMOTE_URL, the shard's own services.
@@ -47,7 +47,7 @@ case "$step" in
     ;;
   compare)
     [[ $# -eq 2 ]] || usage
-    exec "$skewbench" compare "$1" "$2" --format markdown --junit compare-junit.xml
+    exec "$skewbench" compare "$1" "$2" --format markdown --junit "${2%/}-compare-junit.xml"
     ;;
   *)
     usage

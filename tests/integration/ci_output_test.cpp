@@ -9,6 +9,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "artifacts/junit.hpp"
 #include "common/digest.hpp"
 #include "evidence/evidence.hpp"
 #include "support/cli.hpp"
@@ -44,9 +45,12 @@ void require_schema_valid(const fs::path& junit) {
   REQUIRE(r.exit_code == 0);
 }
 
-fs::path crafted_run(const fs::path& dir, const std::string& id, const std::string& verdict) {
-  const json rows = json::array(
-      {{{"id", id}, {"policy", "node_local"}, {"verdict", verdict}, {"core_digest", sha256_hex(id + verdict)}}});
+fs::path crafted_run(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& id_verdicts) {
+  json rows = json::array();
+  for (const auto& [id, verdict] : id_verdicts) {
+    rows.push_back(
+        {{"id", id}, {"policy", "node_local"}, {"verdict", verdict}, {"core_digest", sha256_hex(id + verdict)}});
+  }
   fs::create_directories(dir);
   write_file_atomically(dir / "summary.json", json{{"schema_version", evidence::kSchemaVersion},
                                                    {"kind", "run_summary"},
@@ -84,16 +88,21 @@ TEST_CASE("a failing expectation is a JUnit failure with what was measured, and 
 
 TEST_CASE("a new CONFLICT in compare is a JUnit failure, and an annotation on the candidate's summary") {
   TempDir dir("skewbench-ci");
-  const auto base = crafted_run(dir.path() / "base", "a", "SAFE");
-  const auto candidate = crafted_run(dir.path() / "candidate", "a", "CONFLICT");
+  const auto base = crafted_run(dir.path() / "base", {{"a", "SAFE"}, {"b", "SAFE"}});
+  const auto candidate = crafted_run(dir.path() / "candidate", {{"a", "CONFLICT"}, {"b", "CONFLICT"}});
   const auto junit = dir.path() / "compare.xml";
   const UnderGithubActions github(dir.path() / "summary.md");
-  const auto r = run_skewbench({"compare", base.string(), candidate.string(), "--junit", junit.string()});
+  // --limit shortens what is printed, never what fails: both rows fail.
+  const auto r =
+      run_skewbench({"compare", base.string(), candidate.string(), "--limit", "1", "--junit", junit.string()});
   INFO(r.output);
   CHECK(r.exit_code == 1);
   require_schema_valid(junit);
   const auto xml = read_file(junit);
   CHECK_THAT(xml, ContainsSubstring("<testcase classname=\"compare scenario\" name=\"a\""));
+  CHECK_THAT(xml, ContainsSubstring("<testcase classname=\"compare scenario\" name=\"b\""));
+  CHECK_THAT(xml, ContainsSubstring("<testsuite name=\"skewbench compare"));
+  CHECK_THAT(xml, ContainsSubstring("failures=\"2\""));
   CHECK_THAT(xml, ContainsSubstring("<failure message=\"new CONFLICT: verdict=CONFLICT"));
   CHECK_THAT(r.output, ContainsSubstring("::error file=" + (candidate / "summary.json").string() +
                                          ",title=skewbench compare%3A new CONFLICT::scenario a is CONFLICT"));
@@ -122,16 +131,48 @@ TEST_CASE("an invalid scenario file is a JUnit failure and an annotation naming 
   CHECK_FALSE(fs::exists(dir.path() / "out"));
 }
 
-TEST_CASE("without GITHUB_ACTIONS nothing is annotated, and a run with no failure has no failure in its JUnit") {
+TEST_CASE("without GITHUB_ACTIONS a failing run annotates nothing, --github makes it, and a pass has no failure") {
   TempDir dir("skewbench-ci");
+  ::unsetenv("GITHUB_ACTIONS");  // also when this suite itself runs under GitHub Actions
+  ::unsetenv("GITHUB_STEP_SUMMARY");
+  auto doc = read_json(source_path("scenarios/018-uncertainty.json"));
+  doc["expect"]["post_requests"] = 2;  // the run measures 1
+  const auto failing = dir.path() / "018-uncertainty.json";
+  write_file_atomically(failing, doc.dump(2));
+  const auto quiet = run_skewbench({"run", failing.string(), "--out", (dir.path() / "a").string(), "-q"});
+  CHECK(quiet.exit_code == 1);
+  CHECK_THAT(quiet.output, !ContainsSubstring("::error"));
+  const auto forced = run_skewbench({"run", failing.string(), "--out", (dir.path() / "b").string(), "-q", "--github"});
+  CHECK(forced.exit_code == 1);
+  CHECK_THAT(forced.output, ContainsSubstring("::error file=" + failing.string() + ","));
+
   const auto junit = dir.path() / "run.xml";
   const auto r = run_skewbench({"run", source_path("scenarios/018-uncertainty.json"), "--out",
                                 (dir.path() / "out").string(), "-q", "--junit", junit.string()});
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.output, !ContainsSubstring("::error"));
   require_schema_valid(junit);
   const auto xml = read_file(junit);
   CHECK_THAT(xml, ContainsSubstring("failures=\"0\" errors=\"0\""));
   CHECK_THAT(xml, !ContainsSubstring("<failure"));
+}
+
+TEST_CASE("JUnit XML stays well-formed and schema-valid whatever bytes a message holds") {
+  TempDir dir("skewbench-ci");
+  const std::string hostile = std::string("a <b> & \"c\" \x01\x1b[31m \xff\xfe ") + "\xed\xa0\x80 ok";
+  const auto file = dir.path() / "hostile.xml";
+  artifacts::write_junit(file, {{.name = hostile,
+                                 .cases = {{.classname = hostile,
+                                            .name = hostile,
+                                            .result = artifacts::CaseResult::error,
+                                            .message = hostile,
+                                            .text = hostile,
+                                            .file = hostile}},
+                                 .properties = {{"p", hostile}},
+                                 .time_s = 0}});
+  require_schema_valid(file);
+  const auto xml = read_file(file);
+  CHECK_THAT(xml, ContainsSubstring("a &lt;b&gt; &amp;"));
+  CHECK_THAT(xml, ContainsSubstring("\xef\xbf\xbd"));  // U+FFFD for the bytes that are not UTF-8
+  CHECK_THAT(xml, !ContainsSubstring("\x01"));
 }

@@ -40,8 +40,8 @@ def anchors(path):
     for line in open(path, encoding="utf-8"):
         if FENCE.match(line):
             in_fence = not in_fence
-        if in_fence or not line.startswith("#"):
-            continue
+        if in_fence or not re.match(r"^#{1,6} ", line):
+            continue  # "#018 is one of ..." is a paragraph, not a heading
         base = slug(line.lstrip("#"))
         n = seen.get(base, 0)
         seen[base] = n + 1

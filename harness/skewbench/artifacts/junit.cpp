@@ -20,14 +20,52 @@ std::string seconds_text(double seconds) {
   return buffer;
 }
 
+// Text an XML 1.0 document may hold: control characters other than tab, CR
+// and LF become '?', and bytes that are not UTF-8 become U+FFFD, so that what a
+// service or a file said can never make the report unreadable.
+std::string xml_safe(const std::string& text) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x80) {
+      out += (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') || byte == 0x7f ? '?' : text[i];
+      ++i;
+      continue;
+    }
+    const std::size_t length = byte >= 0xf0 && byte <= 0xf4  ? 4
+                               : byte >= 0xe0                ? 3
+                               : byte >= 0xc2 && byte < 0xe0 ? 2
+                                                             : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (std::size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    if (valid && length == 3) {
+      const auto second = static_cast<unsigned char>(text[i + 1]);
+      valid = !(byte == 0xe0 && second < 0xa0) && !(byte == 0xed && second >= 0xa0);  // overlong, surrogates
+    }
+    if (valid && length == 4) {
+      const auto second = static_cast<unsigned char>(text[i + 1]);
+      valid = !(byte == 0xf0 && second < 0x90) && !(byte == 0xf4 && second >= 0x90);  // overlong, past U+10FFFF
+    }
+    if (valid) {
+      out.append(text, i, length);
+      i += length;
+    } else {
+      out += "\xef\xbf\xbd";
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string value_text(const json& value) { return value.is_null() ? "null (not observed)" : value.dump(); }
 
 void add_case(tinyxml2::XMLDocument& doc, tinyxml2::XMLElement& suite, const JunitCase& c) {
   auto* element = suite.InsertNewChildElement("testcase");
-  element->SetAttribute("classname", c.classname.c_str());
-  element->SetAttribute("name", c.name.c_str());
+  element->SetAttribute("classname", xml_safe(c.classname).c_str());
+  element->SetAttribute("name", xml_safe(c.name).c_str());
   element->SetAttribute("time", seconds_text(c.time_s).c_str());
-  if (c.file) element->SetAttribute("file", c.file->c_str());
+  if (c.file) element->SetAttribute("file", xml_safe(*c.file).c_str());
   const char* tag = nullptr;
   switch (c.result) {
     case CaseResult::passed:
@@ -43,9 +81,9 @@ void add_case(tinyxml2::XMLDocument& doc, tinyxml2::XMLElement& suite, const Jun
       break;
   }
   auto* outcome = element->InsertNewChildElement(tag);
-  outcome->SetAttribute("message", c.message.c_str());
+  outcome->SetAttribute("message", xml_safe(c.message).c_str());
   if (c.result != CaseResult::skipped) outcome->SetAttribute("type", tag);
-  if (!c.text.empty()) outcome->InsertEndChild(doc.NewText(c.text.c_str()));
+  if (!c.text.empty()) outcome->InsertEndChild(doc.NewText(xml_safe(c.text).c_str()));
 }
 
 struct Counts {
@@ -148,7 +186,7 @@ std::string junit_xml(const std::vector<JunitSuite>& suites) {
   double time_s = 0;
   for (const auto& suite : suites) {
     auto* element = root->InsertNewChildElement("testsuite");
-    element->SetAttribute("name", suite.name.c_str());
+    element->SetAttribute("name", xml_safe(suite.name).c_str());
     const auto counts = count(suite);
     set_counts(*element, suite.cases.size(), counts);
     element->SetAttribute("time", seconds_text(suite.time_s).c_str());
@@ -156,8 +194,8 @@ std::string junit_xml(const std::vector<JunitSuite>& suites) {
       auto* properties = element->InsertNewChildElement("properties");
       for (const auto& [name, value] : suite.properties) {
         auto* property = properties->InsertNewChildElement("property");
-        property->SetAttribute("name", name.c_str());
-        property->SetAttribute("value", value.c_str());
+        property->SetAttribute("name", xml_safe(name).c_str());
+        property->SetAttribute("value", xml_safe(value).c_str());
       }
     }
     for (const auto& c : suite.cases) add_case(doc, *element, c);
@@ -188,9 +226,18 @@ std::vector<JunitSuite> run_suites(const std::vector<scenario::Scenario>& scenar
     suites.push_back({.name = name, .cases = {}, .properties = run_properties(report), .time_s = 0});
     return suites.back();
   };
-  for (std::size_t i = 0; i < scenarios.size() && i < results.size(); ++i) {
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
     const auto* benchmark = published::benchmark_reported_by(scenarios[i]);
-    add_scenario_cases(scenarios[i], results[i], suite_for(benchmark ? benchmark->id : "scenarios"));
+    auto& suite = suite_for(benchmark ? benchmark->id : "scenarios");
+    if (i < results.size()) {
+      add_scenario_cases(scenarios[i], results[i], suite);
+    } else {
+      suite.cases.push_back({.classname = scenarios[i].id,
+                             .name = "runs",
+                             .result = CaseResult::skipped,
+                             .message = "not run: the run stopped before it",
+                             .file = scenarios[i].source});
+    }
   }
   for (const auto& result : report.published_series)
     add_published_cases(result, suite_for(result.value("benchmark", "")));
@@ -200,12 +247,12 @@ std::vector<JunitSuite> run_suites(const std::vector<scenario::Scenario>& scenar
 std::vector<JunitSuite> input_suites(const std::string& command, const std::vector<InputProblem>& problems) {
   JunitSuite suite{.name = "skewbench " + command + ": input", .cases = {}, .properties = {}, .time_s = 0};
   for (const auto& p : problems) {
-    suite.cases.push_back({.classname = p.file,
+    suite.cases.push_back({.classname = p.file.empty() ? "skewbench " + command : p.file,
                            .name = p.json_path.empty() ? "usable" : p.json_path,
                            .result = CaseResult::failure,
                            .message = p.message,
                            .text = p.message,
-                           .file = p.file,
+                           .file = p.file.empty() ? std::nullopt : std::optional<std::string>(p.file),
                            .time_s = 0});
   }
   return {suite};

@@ -41,6 +41,9 @@ int compare_results(const CompareArgs& args) {
     comparison = compare::compare_dirs(args.base, args.candidate, {.limit = args.limit});
   } catch (const compare::CannotCompare& e) {
     std::cerr << "skewbench: cannot compare: " << e.what() << "\n";
+    if (github_actions(args.github)) {
+      std::cerr << github_error(std::nullopt, std::nullopt, "skewbench compare: cannot compare", e.what()) << "\n";
+    }
     write_junit_file(
         args.junit,
         artifacts::input_suites(
@@ -59,8 +62,15 @@ int compare_results(const CompareArgs& args) {
       std::cout << compare::to_text(comparison);
       break;
   }
-  if (github_actions(args.github)) report_to_github(comparison);
-  if (!write_junit_file(args.junit, compare_suites(comparison))) return exit_code::kInfrastructure;
+  const bool github = github_actions(args.github);
+  if (github || args.junit) {
+    // Every row, whatever --limit shows: a regression past it must not pass.
+    const auto all = args.limit == 0 ? comparison : compare::compare_dirs(args.base, args.candidate, {.limit = 0});
+    if (github) report_to_github(all);
+    if (!write_junit_file(args.junit, compare_suites(all)) && comparison.exit_code() == exit_code::kPass) {
+      return exit_code::kInfrastructure;
+    }
+  }
   return comparison.exit_code();
 }
 

@@ -72,6 +72,4 @@ bool append_step_summary(const std::string& markdown) {
   return true;
 }
 
-std::string github_group(const std::string& title) { return "::group::" + escape_data(title); }
-
 }  // namespace skewbench::cli

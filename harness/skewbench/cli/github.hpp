@@ -1,7 +1,7 @@
 #pragma once
 
 // GitHub Actions awareness (docs/ci.md, "GitHub Actions"): when the
-// environment says GITHUB_ACTIONS=true, or --github-annotations forces it, a
+// environment says GITHUB_ACTIONS=true, or --github forces it, a
 // command also writes ::error annotations on the files to blame and appends
 // its Markdown outcome to $GITHUB_STEP_SUMMARY. Elsewhere nothing changes.
 
@@ -22,9 +22,5 @@ std::string github_error(const std::optional<std::string>& file, const std::opti
 // Appends `markdown` to the file $GITHUB_STEP_SUMMARY names; nothing when it is
 // unset. False, saying why on stderr, when it cannot be written.
 bool append_step_summary(const std::string& markdown);
-
-// `::group::title` and `::endgroup::`, for a long phase of the log.
-std::string github_group(const std::string& title);
-inline constexpr const char* kGithubEndGroup = "::endgroup::";
 
 }  // namespace skewbench::cli

@@ -63,13 +63,26 @@ std::vector<JunitSuite> compare_suites(const compare::Comparison& comparison) {
                      {"candidate_core_digest", comparison.candidate.core_digest},
                      {"harness_version", build_info::kVersion}},
       .time_s = 0};
-  for (const auto& row : comparison.rows) suite.cases.push_back(row_case(comparison, row));
+  bool error_row = false;
+  for (const auto& row : comparison.rows) {
+    suite.cases.push_back(row_case(comparison, row));
+    error_row = error_row || suite.cases.back().result == CaseResult::error;
+  }
   if (comparison.rows.size() < comparison.rows_total()) {
     suite.cases.push_back({.classname = "compare",
                            .name = "rows not listed",
                            .result = CaseResult::skipped,
                            .message = std::to_string(comparison.rows_total() - comparison.rows.size()) +
-                                      " more rows (raise --limit to list them)"});
+                                      " more rows (compare with --limit 0)"});
+  }
+  if (comparison.candidate_errors > 0 && !error_row) {
+    // An ERROR the base had too is no changed row, but the candidate still cannot vouch for safety.
+    suite.cases.push_back({.classname = "compare",
+                           .name = "candidate ERROR results",
+                           .result = CaseResult::error,
+                           .message = std::to_string(comparison.candidate_errors) + " " + comparison.unit() +
+                                      (comparison.candidate_errors == 1 ? "" : "s") +
+                                      " in ERROR in the candidate: it cannot vouch for safety"});
   }
   suite.cases.push_back({.classname = "compare",
                          .name = "core digests",

@@ -225,7 +225,8 @@ CLI::App* add_verify(CLI::App& app, cli::VerifyArgs& verify) {
   command->footer(footer("skewbench verify evidence/run-1",
                          "  0    valid: every file matches the manifest, its schema and its digests\n"
                          "  1    not valid (every problem is listed)\n"
-                         "  2    not a folder\n"));
+                         "  2    not a folder\n"
+                         "  3    valid, but the --junit file could not be written\n"));
   return command;
 }
 

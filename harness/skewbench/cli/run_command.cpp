@@ -104,14 +104,18 @@ namespace {
 std::vector<artifacts::JunitSuite> run_junit(const app::RunOutcome& outcome) {
   if (!outcome.input_problems.empty()) return artifacts::input_suites("run", outcome.input_problems);
   if (outcome.report) return artifacts::run_suites(outcome.scenarios, outcome.results, *outcome.report);
-  return {{.name = "skewbench run",
-           .cases = {{.classname = "skewbench run",
-                      .name = "evidence written",
-                      .result = artifacts::CaseResult::error,
-                      .message = "the run ended with exit code " + std::to_string(outcome.exit_code) +
-                                 " before its evidence was written (see the log)"}},
-           .properties = {},
-           .time_s = 0}};
+  // Interrupted, or the evidence could not be written: what ran, what did not
+  // (skipped), and why there is no evidence.
+  auto suites = artifacts::run_suites(outcome.scenarios, outcome.results, artifacts::RunReport{});
+  suites.push_back({.name = "skewbench run",
+                    .cases = {{.classname = "skewbench run",
+                               .name = "evidence written",
+                               .result = artifacts::CaseResult::error,
+                               .message = "the run ended with exit code " + std::to_string(outcome.exit_code) +
+                                          " before its evidence was written (see the log)"}},
+                    .properties = {},
+                    .time_s = 0});
+  return suites;
 }
 
 // Under GitHub Actions: an annotation on the scenario file of each check that
@@ -155,8 +159,8 @@ int run_scenarios(const RunArgs& args) {
   const auto outcome = app::run(args, interrupted_flag(), stderr_observer());
   if (outcome.report) print_run_outcome(args, outcome.results, *outcome.report);
   report_to_github(args, outcome);
-  if (args.junit && !write_junit_file(args.junit, run_junit(outcome)) &&
-      outcome.exit_code < exit_code::kInfrastructure) {
+  // A JUnit file that could not be written fails a run that went well; a worse code stays.
+  if (args.junit && !write_junit_file(args.junit, run_junit(outcome)) && outcome.exit_code == exit_code::kPass) {
     return exit_code::kInfrastructure;
   }
   return outcome.exit_code;

@@ -23,6 +23,7 @@ int run_sweep(const SweepArgs& args) {
     return exit_code::kPass;
   }
   const auto result = app::sweep(args, interrupted_flag(), stderr_observer());
+  bool junit_written = true;
   if (args.junit) {
     const auto suites =
         result.summary
@@ -37,9 +38,7 @@ int run_sweep(const SweepArgs& args) {
                               .file = args.grid_path}},
                    .properties = {},
                    .time_s = 0}};
-    if (!write_junit_file(args.junit, suites) && result.exit_code < exit_code::kInfrastructure) {
-      return exit_code::kInfrastructure;
-    }
+    junit_written = write_junit_file(args.junit, suites);
   }
   if (!result.summary) return result.exit_code;
   if (github_actions(args.github)) {
@@ -57,7 +56,8 @@ int run_sweep(const SweepArgs& args) {
   } else {
     std::cout << sweep::end_text(*result.summary, result.dir, args.grid_path);
   }
-  return result.exit_code;
+  // A JUnit file that could not be written fails a sweep that went well; a worse code stays.
+  return !junit_written && result.exit_code == exit_code::kPass ? exit_code::kInfrastructure : result.exit_code;
 }
 
 int merge_sweeps(const MergeArgs& args) {

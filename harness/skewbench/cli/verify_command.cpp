@@ -11,6 +11,22 @@
 #include "common/errors.hpp"
 
 namespace skewbench::cli {
+namespace {
+
+// "cells.jsonl:12: ..." -> ("cells.jsonl", 12); "manifest.json: ..." -> ("manifest.json", none).
+std::pair<std::string, std::optional<int>> problem_location(const std::string& problem) {
+  const auto colon = problem.find(':');
+  const auto file = problem.substr(0, colon);
+  if (colon == std::string::npos) return {file, std::nullopt};
+  const auto end = problem.find(':', colon + 1);
+  const auto number = problem.substr(colon + 1, end == std::string::npos ? std::string::npos : end - colon - 1);
+  if (number.empty() || number.size() > 9 || number.find_first_not_of("0123456789") != std::string::npos) {
+    return {file, std::nullopt};
+  }
+  return {file, std::stoi(number)};
+}
+
+}  // namespace
 
 int verify_evidence(const VerifyArgs& args) {
   artifacts::Verification result;
@@ -27,10 +43,11 @@ int verify_evidence(const VerifyArgs& args) {
   for (const auto& p : result.problems) std::cout << "skewbench: " << args.dir << "/" << p << "\n";
   if (github_actions(args.github)) {
     for (const auto& p : result.problems) {
-      std::cerr << github_error(args.dir + "/" + p.substr(0, p.find(':')), std::nullopt, "skewbench verify", p) << "\n";
+      const auto [file, line] = problem_location(p);
+      std::cerr << github_error(args.dir + "/" + file, line, "skewbench verify", p) << "\n";
     }
   }
-  if (!write_junit_file(args.junit, verify_suites(args.dir, result))) return exit_code::kInfrastructure;
+  const bool junit_written = write_junit_file(args.junit, verify_suites(args.dir, result));
   const auto what = result.contents ? "a " + *result.contents : std::string("evidence");
   if (!result.valid()) {
     std::cout << "not valid: " << args.dir << " (" << what << "): " << result.problems.size() << " problem"
@@ -39,7 +56,7 @@ int verify_evidence(const VerifyArgs& args) {
   }
   std::cout << "valid: " << args.dir << " is " << what << ", " << result.files << " files match the manifest, digest "
             << result.digest << "\n";
-  return exit_code::kPass;
+  return junit_written ? exit_code::kPass : exit_code::kInfrastructure;
 }
 
 }  // namespace skewbench::cli
