@@ -80,6 +80,8 @@ TEST_CASE("a failing expectation is a JUnit failure with what was measured, and 
   CHECK_THAT(xml, ContainsSubstring("<failure message=\"expected 1, observed 2\""));
   CHECK_THAT(xml, ContainsSubstring("<testsuite name=\"018-clock-skew-expiry-disagreement\""));
   CHECK_THAT(xml, ContainsSubstring("<property name=\"postgresql_version\""));
+  CHECK_THAT(r.output, ContainsSubstring("::group::skewbench: the scenarios\n"));
+  CHECK_THAT(r.output, ContainsSubstring("::endgroup::\n"));
   CHECK_THAT(r.output, ContainsSubstring("::error file=" + scenario.string() +
                                          ",title=skewbench%3A 018-unsafe-node-local final.effect_count::expected 1, "
                                          "observed 2"));

@@ -25,6 +25,10 @@ using ServiceArgs = runner::StackOptions;
 
 // Prints the pipelines' lines on stderr, after "skewbench: ".
 app::Observer& stderr_observer();
+// Under GitHub Actions: each phase of the pipeline in a log group of its own
+// (::group:: ... ::endgroup::); end_log_group closes the last one.
+void use_log_groups(bool groups);
+void end_log_group();
 
 // How a command prints its outcome on stdout: for a reader, or one JSON
 // document for a machine (progress and errors stay on stderr).

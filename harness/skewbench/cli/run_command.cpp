@@ -27,11 +27,34 @@ namespace {
 
 extern "C" void on_stop_signal(int) { interrupted_flag().store(true); }
 
-// The pipelines' lines, on stderr after the program's name.
+// The pipelines' lines, on stderr after the program's name; under GitHub
+// Actions each phase in a log group of its own.
 class StderrObserver final : public app::Observer {
  public:
   void say(const std::string& line) override { std::cerr << "skewbench: " << line << "\n"; }
+  void entering(app::Phase phase) override {
+    if (!groups_) return;
+    close_group();
+    static constexpr const char* kTitles[] = {"skewbench: starting the services", "skewbench: the scenarios",
+                                              "skewbench: the cells", "skewbench: writing the evidence"};
+    std::cerr << "::group::" << kTitles[static_cast<int>(phase)] << "\n";
+    open_ = true;
+  }
+  void use_log_groups(bool groups) { groups_ = groups; }
+  void close_group() {
+    if (open_) std::cerr << "::endgroup::\n";
+    open_ = false;
+  }
+
+ private:
+  bool groups_ = false;
+  bool open_ = false;
 };
+
+StderrObserver& the_stderr_observer() {
+  static StderrObserver observer;
+  return observer;
+}
 
 // The table (unless --quiet), then what did not go as expected, then the outcome;
 // or all of it as one JSON document.
@@ -52,10 +75,11 @@ void print_run_outcome(const RunArgs& args, const std::vector<runner::ScenarioRe
 
 }  // namespace
 
-app::Observer& stderr_observer() {
-  static StderrObserver observer;
-  return observer;
-}
+app::Observer& stderr_observer() { return the_stderr_observer(); }
+
+void use_log_groups(bool groups) { the_stderr_observer().use_log_groups(groups); }
+
+void end_log_group() { the_stderr_observer().close_group(); }
 
 void install_signal_handlers() {
   struct sigaction action {};
@@ -156,7 +180,9 @@ void report_to_github(const RunArgs& args, const app::RunOutcome& outcome) {
 }  // namespace
 
 int run_scenarios(const RunArgs& args) {
+  use_log_groups(github_actions(args.github));
   const auto outcome = app::run(args, interrupted_flag(), stderr_observer());
+  end_log_group();
   if (outcome.report) print_run_outcome(args, outcome.results, *outcome.report);
   report_to_github(args, outcome);
   // A JUnit file that could not be written fails a run that went well; a worse code stays.

@@ -22,7 +22,9 @@ int run_sweep(const SweepArgs& args) {
     }
     return exit_code::kPass;
   }
+  use_log_groups(github_actions(args.github));
   const auto result = app::sweep(args, interrupted_flag(), stderr_observer());
+  end_log_group();
   bool junit_written = true;
   if (args.junit) {
     const auto suites =
