@@ -103,7 +103,9 @@ HealthAnswer read_health_answer(const json& body) {
   return HealthAnswer{.service = in.text("service"),
                       .boot_id = in.text("boot_id"),
                       .idempotency_mode = in.word("idempotency_mode", kDedupeModes),
-                      .temporal_epoch = in.integer("temporal_epoch")};
+                      .temporal_epoch = in.integer("temporal_epoch"),
+                      .clock = in.word("clock", kClockSources),
+                      .wall_clock_s = in.nullable_integer("wall_clock_s")};
 }
 
 }  // namespace skewbench::remote_effect

@@ -82,6 +82,8 @@ struct HealthAnswer {
   std::optional<std::string> boot_id;
   std::optional<DedupeMode> idempotency_mode;
   std::optional<std::int64_t> temporal_epoch;
+  std::optional<ClockSource> clock;          // whose clock gives a request its time
+  std::optional<std::int64_t> wall_clock_s;  // the process's own clock as it answered
 
   bool operator==(const HealthAnswer&) const = default;
 };

@@ -157,6 +157,7 @@ void RemoteEffectProcess::start_command(int port) {
                          {"IDEMPOTENCY_MODE", std::string(dedupe_mode_name(options_.dedupe))},
                          {"DEFAULT_TTL_SECONDS", std::to_string(options_.default_ttl_seconds)},
                          {"HOST", options_.host}};
+  process_options.env.insert(options_.env.begin(), options_.env.end());
   // exec env: the service itself gets the signals, and the command may start
   // with VAR=value; 1>&2: its stdout is logged, never a pipe nobody reads.
   auto process = std::make_unique<Subprocess>(
@@ -220,10 +221,14 @@ void RemoteEffectProcess::start(int port) {
                                    std::string(dedupe_mode_name(options_.dedupe)),
                                    "--default-ttl-seconds",
                                    std::to_string(options_.default_ttl_seconds)};
+  if (options_.clock != ClockSource::logical) {
+    argv.insert(argv.end(), {"--clock", std::string(clock_source_name(options_.clock))});
+  }
   argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   const auto log_offset = file_size_or_zero(options_.stderr_path);
   Subprocess::Options process_options;
   process_options.stderr_path = options_.stderr_path;
+  process_options.env = options_.env;
   auto process = std::make_unique<Subprocess>(argv, process_options);
 
   const auto line = process->read_line(options_.ready_timeout);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,11 @@ struct LaunchOptions {
   std::string sync = "full";
   DedupeMode dedupe = kDefaultDedupeMode;  // --dedupe
   int default_ttl_seconds = 60;
+  // --clock: remote-effect only (a service of `command` reads its own clock).
+  ClockSource clock = ClockSource::logical;
+  // Added to the inherited environment (e.g. libfaketime's, so that the
+  // process reads the clock skewbench drives); kept across restarts.
+  std::map<std::string, std::string> env;
   std::vector<std::string> extra_args;     // appended as given (e.g. --max-connections 8)
   std::optional<std::string> stderr_path;  // service log; inherit stderr when empty
   std::chrono::milliseconds ready_timeout{10000};

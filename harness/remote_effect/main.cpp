@@ -2,6 +2,7 @@
 //
 //   remote-effect --host 127.0.0.1 --port 8080 --state-db PATH
 //                 [--sync full|normal] [--dedupe durable|volatile] [--default-ttl-seconds 60]
+//                 [--clock logical|system]
 //                 [--max-connections 512] [--idle-timeout-seconds 10]
 //                 [--header-timeout-seconds 5] [--body-timeout-seconds 10]
 //
@@ -104,6 +105,7 @@ struct CommandLine {
   re::ServiceOptions options;
   std::string sync = "full";
   std::string dedupe{re::dedupe_mode_name(re::kDefaultDedupeMode)};
+  std::string clock{re::clock_source_name(re::ClockSource::logical)};
   std::string state_db;
   std::int64_t idle_timeout_s = 10;
   std::int64_t header_timeout_s = 5;
@@ -114,6 +116,7 @@ struct CommandLine {
     out.state_db = state_db;
     out.sync = *re::parse_sync_mode(sync);
     out.dedupe = *re::parse_dedupe_mode(dedupe);
+    out.clock = *re::kClockSources.parse(clock);
     out.connections.idle_timeout = std::chrono::seconds(idle_timeout_s);
     out.connections.header_timeout = std::chrono::seconds(header_timeout_s);
     out.connections.body_timeout = std::chrono::seconds(body_timeout_s);
@@ -140,6 +143,11 @@ void add_storage_options(CLI::App& app, CommandLine& cl) {
       ->capture_default_str()
       // Any case, as the published #016 container reads IDEMPOTENCY_MODE.
       ->transform(CLI::IsMember(re::kDedupeModes.names(), CLI::ignore_case));
+  app.add_option("--clock", cl.clock,
+                 "Whose clock gives a request its time: logical (its X-Logical-Time) or system (this process's own "
+                 "wall clock; X-Logical-Time is ignored)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(re::kClockSources.names()));
 }
 
 void add_connection_options(CLI::App& app, CommandLine& cl) {

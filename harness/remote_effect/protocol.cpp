@@ -225,6 +225,22 @@ bool has_obsolete_line_folding(std::string_view request_head) {
   return false;
 }
 
+OwnClockRequest on_own_clock(Headers headers, std::string_view request_head, std::int64_t now_s) {
+  headers.erase(std::string(kLogicalTimeHeader));
+  headers.emplace(std::string(kLogicalTimeHeader), std::to_string(now_s));
+  std::string head;
+  head.reserve(request_head.size());
+  while (!request_head.empty()) {
+    const auto end = request_head.find('\n');
+    const std::string_view line = request_head.substr(0, end == std::string_view::npos ? request_head.size() : end + 1);
+    request_head.remove_prefix(line.size());
+    const auto colon = line.find(':');
+    if (colon != std::string_view::npos && equals_ignoring_case(line.substr(0, colon), kLogicalTimeHeader)) continue;
+    head.append(line);
+  }
+  return {std::move(headers), std::move(head)};
+}
+
 bool CaseInsensitiveLess::operator()(std::string_view a, std::string_view b) const {
   return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
                                       [](char x, char y) { return lower_ascii(x) < lower_ascii(y); });

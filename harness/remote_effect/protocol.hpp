@@ -88,6 +88,16 @@ inline constexpr DedupeMode kDefaultDedupeMode = DedupeMode::durable;
 inline std::string_view dedupe_mode_name(DedupeMode mode) { return kDedupeModes.name(mode); }
 inline std::optional<DedupeMode> parse_dedupe_mode(std::string_view text) { return kDedupeModes.parse(text); }
 
+// Whose clock gives a request its time. logical: the caller's X-Logical-Time
+// (absent: the request is clock-less). system: the service's own wall clock,
+// read once as the request arrives; X-Logical-Time is ignored, and every other
+// rule is the same. A process started under libfaketime reads the time the
+// harness writes for it (docs/real-clocks.md).
+enum class ClockSource { logical, system };
+inline constexpr auto kClockSources =
+    vocabulary<ClockSource>({{ClockSource::logical, "logical"}, {ClockSource::system, "system"}});
+inline std::string_view clock_source_name(ClockSource clock) { return kClockSources.name(clock); }
+
 // How many effects an operation has, as its snapshot's "status" names it.
 enum class OperationStatus {
   absent,     // no effect
@@ -193,6 +203,15 @@ Parsed<StatusRequest> parse_status_request(std::string_view operation_id, const 
 // operation_id is the decoded path segment after "/maintenance/gc/".
 Parsed<GcRequest> parse_gc_request(std::string_view operation_id, const Headers& headers,
                                    std::string_view request_head = {});
+
+// A request as a service on its own clock reads it: every X-Logical-Time is
+// removed, from the headers and from the head as received (so a padded one
+// is not refused either), and now_s is put in its place.
+struct OwnClockRequest {
+  Headers headers;
+  std::string request_head;
+};
+OwnClockRequest on_own_clock(Headers headers, std::string_view request_head, std::int64_t now_s);
 
 // The temporal fence: nullopt when the POST may proceed (no fence, or the
 // expected epoch equals the current one), else the 409 refusal.

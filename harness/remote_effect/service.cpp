@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <thread>
 
@@ -168,8 +169,8 @@ void Service::install_routes() {
   server.Get("/health", [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, health()); });
 
   server.Get(R"(/status/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
-    auto parsed =
-        parse_status_request(req.matches[1].str(), copy_headers(req.headers), ConnectionServer::current_request_head());
+    const auto as_read = request_as_read(req);
+    auto parsed = parse_status_request(req.matches[1].str(), as_read.headers, as_read.request_head);
     if (const auto* error = std::get_if<RequestError>(&parsed)) return reply(res, *error);
     const auto& request = std::get<StatusRequest>(parsed);
     reply(res, 200,
@@ -245,8 +246,8 @@ void Service::handle_post_with_reader(const httplib::Request& req, httplib::Resp
 }
 
 void Service::handle_post(const httplib::Request& req, httplib::Response& res, std::string_view body) {
-  auto parsed = parse_post_request(copy_headers(req.headers), body, options_.default_ttl_s,
-                                   ConnectionServer::current_request_head());
+  const auto as_read = request_as_read(req);
+  auto parsed = parse_post_request(as_read.headers, body, options_.default_ttl_s, as_read.request_head);
   if (const auto* error = std::get_if<RequestError>(&parsed)) return reply(res, *error);
   const auto& request = std::get<PostRequest>(parsed);
 
@@ -279,10 +280,25 @@ void Service::handle_post(const httplib::Request& req, httplib::Response& res, s
 void Service::handle_gc(const httplib::Request& req, httplib::Response& res) {
   const std::string prefix = "/maintenance/gc/";
   const std::string operation_id = req.matches.size() > 1 ? req.matches[1].str() : req.path.substr(prefix.size());
-  auto parsed = parse_gc_request(operation_id, copy_headers(req.headers), ConnectionServer::current_request_head());
+  const auto as_read = request_as_read(req);
+  auto parsed = parse_gc_request(operation_id, as_read.headers, as_read.request_head);
   if (const auto* error = std::get_if<RequestError>(&parsed)) return reply(res, *error);
   const auto& request = std::get<GcRequest>(parsed);
   reply(res, 200, gc_json(request, store_->gc(request)));
+}
+
+std::int64_t Service::read_wall_clock_s() const {
+  if (options_.wall_clock_s) return options_.wall_clock_s();
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec);
+}
+
+OwnClockRequest Service::request_as_read(const httplib::Request& req) const {
+  if (options_.clock == ClockSource::logical) {
+    return {copy_headers(req.headers), std::string(ConnectionServer::current_request_head())};
+  }
+  return on_own_clock(copy_headers(req.headers), ConnectionServer::current_request_head(), read_wall_clock_s());
 }
 
 int Service::bind() {
@@ -315,7 +331,8 @@ nlohmann::ordered_json Service::ready_line() const {
           {"host", options_.host},
           {"state_db", state_db_absolute_.string()},
           {"sync", sync_mode_name(options_.sync)},
-          {"idempotency_mode", dedupe_mode_name(options_.dedupe)}};
+          {"idempotency_mode", dedupe_mode_name(options_.dedupe)},
+          {"clock", clock_source_name(options_.clock)}};
 }
 
 nlohmann::json Service::health() const {
@@ -330,6 +347,10 @@ nlohmann::json Service::health() const {
           {"default_ttl_seconds", options_.default_ttl_s},
           {"sync", sync_mode_name(options_.sync)},
           {"idempotency_mode", dedupe_mode_name(options_.dedupe)},
+          {"clock", clock_source_name(options_.clock)},
+          // The process's wall clock as it answers, so that a reader sees which
+          // time it reads; null on the logical clock, which reads none.
+          {"wall_clock_s", options_.clock == ClockSource::system ? nlohmann::json(read_wall_clock_s()) : nullptr},
           {"durable_idempotency_records", totals.durable_idempotency_records},
           {"temporal_epoch", totals.temporal_epoch},
           {"max_connections", options_.connections.max_connections},

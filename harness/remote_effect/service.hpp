@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -27,6 +28,11 @@ struct ServiceOptions {
   SyncMode sync = SyncMode::full;
   std::int64_t default_ttl_s = 60;
   DedupeMode dedupe = kDefaultDedupeMode;
+  // Whose clock gives each request its time (system: the process's own).
+  ClockSource clock = ClockSource::logical;
+  // The wall clock the system clock source reads, in whole seconds of the
+  // Unix epoch; empty reads CLOCK_REALTIME (which libfaketime intercepts).
+  std::function<std::int64_t()> wall_clock_s;
   ConnectionLimits connections;
   // Concurrent POSTs committed together in one transaction, at most.
   std::size_t max_group_posts = 64;
@@ -75,6 +81,10 @@ class Service {
   void handle_post_with_reader(const httplib::Request& req, httplib::Response& res,
                                const httplib::ContentReader& reader);
   void handle_gc(const httplib::Request& req, httplib::Response& res);
+  // The headers and head a handler reads: as received on the logical clock;
+  // on the system clock with the process's own reading as the request's time.
+  OwnClockRequest request_as_read(const httplib::Request& req) const;
+  std::int64_t read_wall_clock_s() const;
 
   ServiceOptions options_;
   std::filesystem::path state_db_absolute_;
