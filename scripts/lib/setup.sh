@@ -36,8 +36,9 @@ SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "chromium:chromium" "clang
 # libpng decodes Chromium's screenshots in the report rendering test; the
 # compose checks read the resolved compose file with Python's yaml module; the
 # evidence schema test validates with python3-jsonschema, the JUnit test with
-# xmllint (libxml2-utils).
-SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml python3-jsonschema libxml2-utils)
+# xmllint (libxml2-utils); the real-clock tests start services under
+# libfaketime (docs/real-clocks.md).
+SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml python3-jsonschema libxml2-utils libfaketime)
 # The docker test (tests/docker) starts its own Docker engine and makes its base
 # image with debootstrap, which checks Debian's archive with gpgv and Debian's
 # keyring. The engine is checked by command: a machine with Docker's own

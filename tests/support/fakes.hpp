@@ -162,11 +162,7 @@ class FakeRemote final : public infra::RemoteApi {
 class FakeControl final : public steps::RemoteControl, public steps::DatabaseControl {
  public:
   explicit FakeControl(FakeRemote& remote) : remote_(remote) {}
-  // A service that reports no boot_id tells none when restarted either.
-  std::string restart_remote() override {
-    const auto boot_id = remote_.restart();
-    return remote_.unreported.contains("boot_id") ? std::string() : boot_id;
-  }
+  void restart_remote() override { remote_.restart(); }
   void pause_remote(std::chrono::milliseconds) override { ++pauses; }
   void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.set_mode(mode); }
   void restart_database(bool) override { ++database_restarts; }

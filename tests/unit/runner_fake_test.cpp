@@ -213,7 +213,7 @@ TEST_CASE("a remote that restarted without a restart_remote step is ERROR") {
 }
 
 TEST_CASE("the remote ledger names every counter that disagrees") {
-  infra::RemoteLedger ledger{.boot_id = "a", .post_requests = 2, .ack_drops = 1};
+  infra::RemoteLedger ledger{.boot_ids = {"a"}, .post_requests = 2, .ack_drops = 1};
   infra::RemoteSnapshot snapshot;
   snapshot.status = remote_effect::OperationStatus::committed;
   snapshot.post_requests = 2;
@@ -288,7 +288,7 @@ TEST_CASE("a restart is told by the boot_id where both snapshots have one, else 
 }
 
 TEST_CASE("a snapshot without a boot_id is held to its counts, never to a boot_id it does not report") {
-  infra::RemoteLedger ledger{.boot_id = "a", .post_requests = 1, .ack_drops = 1};
+  infra::RemoteLedger ledger{.boot_ids = {"a"}, .post_requests = 1, .ack_drops = 1};
   infra::RemoteSnapshot snapshot;
   snapshot.post_requests = 1;
   snapshot.ack_drops = 1;

@@ -56,10 +56,46 @@ TEST_CASE("a valid scenario parses with its steps and expectations") {
   CHECK(s.expectations[1].id == "final.effect_count");
 }
 
-TEST_CASE("the shipped #018 scenario files are valid") {
+TEST_CASE("the shipped scenario files are valid") {
   const auto files = collect_scenario_files({std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios"});
   REQUIRE(files.size() >= 3);
   for (const auto& f : files) CHECK_NOTHROW(load_scenario_file(f));
+  const auto per_node = collect_scenario_files({std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/instances"});
+  REQUIRE(per_node.size() >= 2);
+  for (const auto& f : per_node) {
+    INFO(f);
+    CHECK(load_scenario_file(f).service.instances == InstanceLayout::per_node);
+  }
+}
+
+TEST_CASE("a scenario's instances and their clock are read from $.remote, and a clock they cannot have is refused") {
+  auto doc = valid_document();
+  auto s = parse_scenario(doc, "test.json");
+  CHECK(s.instance_count() == 1);
+  CHECK(s.service.clock == ServiceClock::request);
+  CHECK(s.instance_of("node-b") == 0);
+
+  doc["remote"] = {{"instances", "per_node"}, {"clock", "node"}};
+  s = parse_scenario(doc, "test.json");
+  CHECK(s.instance_count() == 2);
+  CHECK(s.service.clock == ServiceClock::node);
+  CHECK(s.instance_of("node-a") == 0);
+  CHECK(s.instance_of("node-b") == 1);
+  CHECK(s.instance_of(std::nullopt) == 0);
+  CHECK_FALSE(s.dedupe_mode);
+
+  doc["remote"] = {{"clock", "node"}};  // one instance has no node clock
+  CHECK(error_path(doc) == "$.remote.clock");
+  doc["remote"] = {{"instances", "per_node"}, {"clock", "authority"}};  // node_local declares none
+  CHECK(error_path(doc) == "$.remote.clock");
+  doc["policy"] = {{"name", "declared_authority"}, {"authority", {{"identity", "a"}, {"offset_s", 5}}}};
+  CHECK(parse_scenario(doc, "test.json").policy->authority()->offset_s == 5);
+  doc["remote"] = {{"instances", "two"}};
+  CHECK(error_path(doc) == "$.remote.instances");
+  doc["remote"] = {{"clock", "wall"}};
+  CHECK(error_path(doc) == "$.remote.clock");
+  doc["remote"] = {{"instances", "one"}, {"replicas", 2}};
+  CHECK(error_path(doc) == "$.remote.replicas");
 }
 
 TEST_CASE("an unknown key is rejected with its path") {
@@ -159,6 +195,11 @@ TEST_CASE("the shipped JSON Schema names exactly the step kinds, policies and ex
   }
   const auto policies = policy::builtin_policies().names();
   CHECK(schema_policies == std::set<std::string>(policies.begin(), policies.end()));
+
+  const auto& remote = schema["properties"]["remote"]["properties"];
+  CHECK(remote["dedupe"]["enum"].get<std::vector<std::string>>() == remote_effect::kDedupeModes.names());
+  CHECK(remote["instances"]["enum"].get<std::vector<std::string>>() == kInstanceLayouts.names());
+  CHECK(remote["clock"]["enum"].get<std::vector<std::string>>() == kServiceClocks.names());
 }
 
 TEST_CASE("every time a scenario gives must lie within +-10^15 s, so no sum the engine forms can overflow") {

@@ -90,12 +90,14 @@ SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario:
                                             .remote_control = session.stack().remote_control(),
                                             .interrupted = &stop,
                                             .evaluate_expectations = true,
-                                            .database_control = session.stack().database_control()});
+                                            .database_control = session.stack().database_control(),
+                                            .instances = &session});
     observer.entering(Phase::scenarios);
     for (const auto& s : scenarios) {
       if (!services.quiet) observer.say("running " + s.id);
       results.push_back(scenario_runner.run(s));
     }
+    env.clock["instances"] = session.instances_json();
     return {};
   } catch (const Interrupted&) {
     return {.interrupted = true, .infrastructure_error = std::nullopt};
@@ -217,7 +219,10 @@ std::optional<std::vector<scenario::Scenario>> checked_scenarios(const RunReques
   };
   if (!service_options_are_usable(request.services, observer)) return refused();
   if (!remote_modes_match(request.services, scenarios, observer)) return refused();
-  if (const auto problem = runner::control_step_problem(request.services, scenarios)) {
+  for (const auto& problem : {runner::control_step_problem(request.services, scenarios),
+                              runner::clock_mode_problem(request.services, scenarios),
+                              runner::instances_problem(request.services, scenarios)}) {
+    if (!problem) continue;
     observer.say(*problem);
     return refused();
   }

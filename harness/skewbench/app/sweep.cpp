@@ -219,6 +219,12 @@ bool grid_is_sweepable(const SweepRequest& request, const sweep::Grid& grid, con
                  " step, which restarts or hangs a service the sweep's cells share; a sweep cannot run it");
     return false;
   }
+  if (base.instance_count() > 1) {
+    // Each job has one instance of its own; instances per node would each need several.
+    observer.say(request.grid_path + ": the base scenario runs an instance of the service per node " +
+                 "($.remote.instances); a sweep runs one instance per job, so it cannot run it (use skewbench run)");
+    return false;
+  }
   for (const auto& axis : grid.axes()) {
     if (axis.pointer == "/remote" || axis.pointer.starts_with("/remote/")) {
       // The workers share one remote-effect, which runs in one dedupe mode.

@@ -124,11 +124,33 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e) {
   return skewbench::exit_code::kUsage;
 }
 
+// Whose clock the service reads, and how an answer is lost (docs/real-clocks.md).
+void add_clock_options(CLI::App* command, cli::ServiceArgs& services) {
+  command
+      ->add_option_function<std::string>(
+          "--clock-mode",
+          [&services](const std::string& name) { services.clock_mode = *skewbench::runner::kClockModes.parse(name); },
+          "whose clock gives a request its time: logical (X-Logical-Time on every request; default) or real (the "
+          "service reads its own wall clock, which skewbench sets under libfaketime before each request)")
+      ->check(CLI::IsMember(skewbench::runner::kClockModes.names()));
+  command->add_option("--libfaketime", services.libfaketime,
+                      "with --clock-mode real: the libfaketime.so.1 to start the service with (default: "
+                      "$SKEWBENCH_LIBFAKETIME, then the system's library folders)");
+  command
+      ->add_option_function<std::string>(
+          "--ack-loss",
+          [&services](const std::string& name) { services.ack_loss = skewbench::infra::kAckLosses.parse(name); },
+          "how a drop_ack POST loses its answer: header (X-Drop-Ack, the service drops it; default in logical "
+          "mode) or proxy (skewbench's fault proxy reads the answer and drops it; default in real mode)")
+      ->check(CLI::IsMember(skewbench::infra::kAckLosses.names()));
+}
+
 CLI::App* add_run(CLI::App& app, cli::RunArgs& run) {
   auto* command = app.add_subcommand("run", "run scenario files against PostgreSQL and remote-effect");
   command->add_option("paths", run.paths, "scenario files or directories of them (default: scenarios/)");
   command->add_option("--out", run.out_dir, "directory for the evidence (created if missing)")->required();
   add_service_options(command, run.services);
+  add_clock_options(command, run.services);
   command->add_flag("--overwrite", run.overwrite, "write into an --out directory that already holds evidence");
   add_format_option(command, run.format, {"text", "json"},
                     "text (a table, then the failing checks) or json (one document on stdout; progress on stderr)");

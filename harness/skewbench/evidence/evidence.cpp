@@ -89,6 +89,7 @@ RunEnvironment describe_environment(const std::string& run_id, const runner::Ser
        {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync", "default_ttl_seconds"}) {
     env.remote_effect[field] = health.value(field, json(nullptr));
   }
+  env.clock = services.clock.empty() ? json(nullptr) : services.clock;
   env.warnings = standard_warnings(database.server.major());
   return env;
 }
@@ -100,6 +101,7 @@ json RunEnvironment::to_json() const {
           {"remote_effect", remote_effect},
           {"timeouts", timeouts},
           {"durability", durability.empty() ? nlohmann::json(nullptr) : nlohmann::json(durability)},
+          {"clock", clock},
           {"host", host},
           {"started_at_utc", started_at_utc},
           {"finished_at_utc", finished_at_utc}};

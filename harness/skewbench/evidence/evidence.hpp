@@ -39,6 +39,9 @@ struct RunEnvironment {
   // The durability profile of the services skewbench started ("durable" or
   // "throwaway"); the settings each service reports sit in its own object.
   std::string durability;
+  // Whose clock the service read and how answers were lost (mode, ack_loss,
+  // libfaketime, fault_proxy_url); null when not recorded.
+  nlohmann::json clock = nullptr;
   std::string started_at_utc;
   std::string finished_at_utc;
   std::vector<std::string> warnings;

@@ -9,6 +9,7 @@
 #include "common/elapsed.hpp"
 #include "common/errors.hpp"
 #include "common/json_reader.hpp"
+#include "infra/fault_proxy.hpp"
 #include "infra/http_failure.hpp"
 #include "remote_effect/protocol.hpp"
 
@@ -59,7 +60,8 @@ HttpEndpoint parse_http_url(const std::string& url) {
   return out;
 }
 
-HttpRemote::HttpRemote(const std::string& base_url, HttpTimeouts timeouts) : base_url_(base_url), timeouts_(timeouts) {
+HttpRemote::HttpRemote(const std::string& base_url, HttpTimeouts timeouts, WireOptions wire)
+    : base_url_(base_url), timeouts_(timeouts), wire_(wire) {
   if (timeouts_.timeout_s < 1) throw std::invalid_argument("the HTTP timeout must be at least 1 s");
   const auto endpoint = parse_http_url(base_url);
   client_ = std::make_unique<httplib::Client>(endpoint.host, endpoint.port);
@@ -95,8 +97,18 @@ std::string HttpRemote::describe_failure(int error, std::int64_t waited_us) cons
 
 HttpRemote::~HttpRemote() = default;
 
+std::vector<std::pair<std::string, std::string>> HttpRemote::on_wire(
+    std::vector<std::pair<std::string, std::string>> headers, bool drop_ack) const {
+  std::erase_if(headers, [this](const auto& header) {
+    return (!wire_.sends_logical_time && header.first == protocol::kLogicalTimeHeader) ||
+           (wire_.ack_loss == AckLoss::proxy && header.first == protocol::kDropAckHeader);
+  });
+  if (drop_ack && wire_.ack_loss == AckLoss::proxy) headers.emplace_back(std::string(kFaultHeader), "drop_ack");
+  return headers;
+}
+
 PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
-  const auto wire_headers = protocol::post_effect_headers(r);
+  const auto wire_headers = on_wire(protocol::post_effect_headers(r), r.drop_ack);
   const auto headers = to_httplib(wire_headers);
   auto ex = sent("POST", "/effects", wire_headers, r.body);
   const auto start = Clock::now();
@@ -113,7 +125,9 @@ PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
       ex.response_body = nullptr;
       return read_post(std::move(ex), TransportOutcome::AckUnknown, "POST /effects");
     }
-    throw InfrastructureError("POST " + base_url_ + "/effects" + (r.drop_ack ? " (X-Drop-Ack: 1)" : "") + ": " +
+    const std::string drop_how =
+        wire_.ack_loss == AckLoss::proxy ? " (drop_ack by the fault proxy)" : " (X-Drop-Ack: 1)";
+    throw InfrastructureError("POST " + base_url_ + "/effects" + (r.drop_ack ? drop_how : "") + ": " +
                               describe_failure(static_cast<int>(err), ex.duration_us) +
                               (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
   }
@@ -131,7 +145,7 @@ PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
 }
 
 StatusExchange HttpRemote::status(const std::string& operation_id, std::int64_t logical_time_s) {
-  const auto wire_headers = protocol::logical_time_headers(logical_time_s);
+  const auto wire_headers = on_wire(protocol::logical_time_headers(logical_time_s), false);
   const auto headers = to_httplib(wire_headers);
   const std::string path = "/status/" + operation_id;
   auto ex = sent("GET", path, wire_headers);
@@ -151,7 +165,7 @@ StatusExchange HttpRemote::status(const std::string& operation_id, std::int64_t 
 }
 
 GcExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logical_time_s) {
-  const auto wire_headers = protocol::logical_time_headers(logical_time_s);
+  const auto wire_headers = on_wire(protocol::logical_time_headers(logical_time_s), false);
   const auto headers = to_httplib(wire_headers);
   const std::string path = "/maintenance/gc/" + operation_id;
   auto ex = sent("POST", path, wire_headers);

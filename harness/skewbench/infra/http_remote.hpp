@@ -26,6 +26,14 @@ struct HttpTimeouts {
   int timeout_s = 30;  // --http-timeout
 };
 
+// What the client puts on the wire besides the protocol's own headers.
+struct WireOptions {
+  // X-Logical-Time on every request. Off when the service reads its own
+  // clock (real-clock mode): the request then carries no time at all.
+  bool sends_logical_time = true;
+  AckLoss ack_loss = AckLoss::header;
+};
+
 struct HttpEndpoint {
   std::string host;
   int port = 0;
@@ -37,7 +45,7 @@ HttpEndpoint parse_http_url(const std::string& url);
 
 class HttpRemote final : public RemoteApi {
  public:
-  explicit HttpRemote(const std::string& base_url, HttpTimeouts timeouts = {});
+  explicit HttpRemote(const std::string& base_url, HttpTimeouts timeouts = {}, WireOptions wire = {});
   ~HttpRemote() override;
 
   PostExchange post_effect(const PostEffectRequest& request) override;
@@ -51,8 +59,13 @@ class HttpRemote final : public RemoteApi {
   // Why a request got no response, in words that name the timeout that fired.
   std::string describe_failure(int error, std::int64_t waited_us) const;
 
+  // The protocol's headers, less what `wire_` leaves off, plus the fault header.
+  std::vector<std::pair<std::string, std::string>> on_wire(std::vector<std::pair<std::string, std::string>> headers,
+                                                           bool drop_ack) const;
+
   std::string base_url_;
   HttpTimeouts timeouts_;
+  WireOptions wire_;
   std::unique_ptr<httplib::Client> client_;
 };
 

@@ -19,11 +19,13 @@ auto read_answer(const nlohmann::json& body, const std::string& what, Read read)
 }  // namespace
 
 nlohmann::json HttpExchange::to_json() const {
-  return {{"request", request},
-          {"http_status", http_status ? nlohmann::json(*http_status) : nlohmann::json(nullptr)},
-          {"response", response_body},
-          {"transport_outcome", outcome ? nlohmann::json(to_string(*outcome)) : nlohmann::json(nullptr)},
-          {"duration_us", duration_us}};
+  nlohmann::json out = {{"request", request},
+                        {"http_status", http_status ? nlohmann::json(*http_status) : nlohmann::json(nullptr)},
+                        {"response", response_body},
+                        {"transport_outcome", outcome ? nlohmann::json(to_string(*outcome)) : nlohmann::json(nullptr)},
+                        {"duration_us", duration_us}};
+  if (!harness.is_null()) out["harness"] = harness;
+  return out;
 }
 
 HttpExchange sent(std::string method, std::string path, const std::vector<std::pair<std::string, std::string>>& headers,

@@ -30,6 +30,16 @@ inline constexpr auto kTransportOutcomes =
                                   {TransportOutcome::FencedOut, "FENCED_OUT"}});
 constexpr std::string_view to_string(TransportOutcome outcome) { return kTransportOutcomes.name(outcome); }
 
+// How a POST that is to lose its answer (drop_ack) loses it.
+//  - header: it carries X-Drop-Ack: 1, and the service commits, then closes the
+//    connection without answering (the published wire).
+//  - proxy: it carries X-Skewbench-Fault: drop_ack to skewbench's fault proxy
+//    (infra/fault_proxy.hpp), which strips it, forwards the request, reads the
+//    whole answer and closes the connection instead of sending it: ack loss
+//    for any service, X-Drop-Ack or not.
+enum class AckLoss { header, proxy };
+inline constexpr auto kAckLosses = vocabulary<AckLoss>({{AckLoss::header, "header"}, {AckLoss::proxy, "proxy"}});
+
 using PostEffectRequest = remote_effect::PostEffect;
 
 // One request and what came back, as recorded in the timeline.
@@ -41,6 +51,10 @@ struct HttpExchange {
   // collect, which either answer or throw.
   std::optional<TransportOutcome> outcome;
   std::int64_t duration_us = 0;  // wall time; never part of the core digest
+  // What skewbench itself did to this exchange or checked of it, when anything:
+  // the process clock it set and the time the service judged at (real-clock
+  // mode), the fault proxy's count of dropped acknowledgements. Null otherwise.
+  nlohmann::json harness = nullptr;
 
   // The exchange as the evidence's timeline records it.
   nlohmann::json to_json() const;

@@ -34,9 +34,11 @@ std::optional<bool> restarted_between(const RemoteSnapshot& before, const Remote
 void RemoteLedger::check(const RemoteSnapshot& snapshot, const std::string& where) const {
   std::string problems;
   auto add = [&](const std::string& text) { problems += (problems.empty() ? "" : "; ") + text; };
-  if (!boot_id.empty() && snapshot.boot_id && *snapshot.boot_id != boot_id) {
-    add("the remote restarted (boot_id " + boot_id + " became " + *snapshot.boot_id +
-        ") and no step of the scenario restarted it");
+  if (!boot_ids.empty() && snapshot.boot_id && !boot_ids.contains(*snapshot.boot_id)) {
+    std::string known;
+    for (const auto& id : boot_ids) known += (known.empty() ? "" : ", ") + id;
+    add("the remote restarted (boot_id " + *snapshot.boot_id + " is not " + (boot_ids.size() == 1 ? "" : "one of ") +
+        known + ") and no step of the scenario restarted it");
   }
   if (snapshot.post_requests != post_requests || snapshot.ack_drops != ack_drops) {
     add("the remote's request log holds post_requests " + std::to_string(snapshot.post_requests) + ", ack_drops " +

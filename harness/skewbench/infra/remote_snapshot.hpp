@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "remote_effect/answers.hpp"
@@ -39,7 +40,9 @@ RemoteSnapshot required_snapshot(const remote_effect::StatusAnswer& answer);
 // A remote that reports no boot_id is held to its counts alone: a restart
 // that lost its request log shows as counts that went back.
 struct RemoteLedger {
-  std::string boot_id;             // from the scenario's first exchange; changed only by a step that restarts it
+  // The boot_id of each instance the scenario reaches, read as it starts;
+  // changed only by a step that restarts the service. Empty: not reported.
+  std::set<std::string> boot_ids;
   std::int64_t post_requests = 0;  // POSTs the remote must have logged (answered 200, or planned drops)
   std::int64_t ack_drops = 0;      // of those, sent with X-Drop-Ack
 

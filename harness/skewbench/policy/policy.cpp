@@ -62,6 +62,7 @@ class DeclaredAuthorityPolicy final : public ReplayPolicy {
     const auto reading_s = authority_.read(c.reference_s);
     return at_point("authority:" + authority_.identity, reading_s, reading_s, c.expires_at_s);
   }
+  const time::DeclaredAuthority* authority() const override { return &authority_; }
 
  private:
   time::DeclaredAuthority authority_;

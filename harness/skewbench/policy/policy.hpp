@@ -51,6 +51,9 @@ class ReplayPolicy {
   // The policy's parameters as they appear in a scenario file (for evidence).
   virtual nlohmann::json parameters() const = 0;
   virtual PolicyEvaluation evaluate(const RecoveryContext& context) const = 0;
+  // The clock the policy declares the authority on expiry, if it declares one
+  // (a scenario may put the service's instances on it: $.remote.clock).
+  virtual const time::DeclaredAuthority* authority() const { return nullptr; }
 };
 
 // A monotonic node's effective time: max(watermark, clock); the clock alone

@@ -50,6 +50,7 @@ json to_json(const StepRecord& record) {
     out["observed"] = record.outcome->observed;
     out["exchanges"] = record.outcome->exchanges;
   }
+  if (!record.process_clocks.is_null()) out["process_clocks"] = record.process_clocks;
   return out;
 }
 
@@ -147,8 +148,14 @@ ScenarioResult new_result(const scenario::Scenario& s, const std::string& run_id
 }
 
 // Runs one step and appends its record to the timeline, also when it throws.
-void run_step(const scenario::Scenario& s, std::size_t i, steps::StepContext& context, ScenarioResult& result) {
+// The process clocks that follow a node or the authority are set to the
+// step's time before it runs, and again after it (a clock step takes effect
+// at once); then each process is asked what time it reads.
+void run_step(const scenario::Scenario& s, std::size_t i, steps::StepContext& context, ScenarioInstances& instances,
+              ScenarioResult& result) {
   const auto& step = *s.steps[i].step;
+  context.step_reference_s = context.reference_time(step.at_s());
+  instances.drive_clocks();
   StepRecord record{.index = i,
                     .kind = std::string(step.kind()),
                     .role = step.role(),
@@ -162,6 +169,8 @@ void run_step(const scenario::Scenario& s, std::size_t i, steps::StepContext& co
   try {
     record.outcome = step.execute(context);
     record.duration_us = micros_since(step_started);
+    instances.drive_clocks();
+    record.process_clocks = instances.process_clocks();
   } catch (...) {
     record.duration_us = micros_since(step_started);
     result.timeline.push_back(std::move(record));
@@ -214,6 +223,8 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .payload = json{{"scenario", s.id}}.dump(),
                              .ledger = infra::RemoteLedger{},
                              .operation = s.operation,
+                             .node_remotes = {},
+                             .step_reference_s = s.t0_s,
                              .posts_sent = 0,
                              .bound_temporal_epoch = std::nullopt,
                              .watermarks_s = {}};
@@ -244,14 +255,15 @@ void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& co
   if (options_.remote_control)
     options_.remote_control->use_dedupe_mode(s.dedupe_mode.value_or(remote_effect::kDefaultDedupeMode));
   outbox_.declare_operation(result.operation_id, s.operation.initial_business_version);
-  // The process every later answer must come from.
-  context.ledger.boot_id = remote_.health().answer.boot_id.value_or("");
+  ScenarioInstances instances(s, context, remote_, options_.instances);
+  // The processes every later answer must come from.
+  context.ledger.boot_ids = context.boot_ids();
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
-    run_step(s, i, context, result);
+    run_step(s, i, context, instances, result);
   }
   const auto last_at_s = s.steps.back().step->at_s();
-  result.final_measurement = measure_final(remote_, outbox_, context, context.reference_time(last_at_s));
+  result.final_measurement = measure_final(instances.first(), outbox_, context, context.reference_time(last_at_s));
   result.verdict = compute_verdict(result.final_measurement, result.timeline);
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "infra/ports.hpp"
+#include "runner/instances.hpp"
 #include "scenario/scenario.hpp"
 #include "scenario/verdict.hpp"
 #include "steps/step.hpp"
@@ -42,6 +43,9 @@ struct StepRecord {
   nlohmann::json parameters = nlohmann::json::object();
   std::optional<steps::StepOutcome> outcome;
   std::int64_t duration_us = 0;
+  // In --clock-mode real, each process clock after the step, as set and as the
+  // process read it (ScenarioInstances::process_clocks); null otherwise.
+  nlohmann::json process_clocks = nullptr;
 
   // What the step observed; null when it threw.
   const nlohmann::json* observed() const { return outcome ? &outcome->observed : nullptr; }
@@ -109,6 +113,9 @@ struct RunnerOptions {
   const std::atomic<bool>* interrupted = nullptr;  // checked before each step
   bool evaluate_expectations = true;               // false for sweep cells
   steps::DatabaseControl* database_control = nullptr;
+  // The service's other instances and its process clocks (the session); null
+  // when the runner reaches one instance, told the time in each request.
+  ServiceInstances* instances = nullptr;
 };
 
 class ScenarioRunner {

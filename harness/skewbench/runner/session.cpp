@@ -1,9 +1,12 @@
 #include "runner/session.hpp"
 
 #include <map>
+#include <stdexcept>
 
 #include "common/text.hpp"
 #include "infra/postgres_cluster.hpp"
+#include "infra/process_clock.hpp"
+#include "infra/remote_decorators.hpp"
 #include "remote_effect/launcher.hpp"
 
 namespace skewbench::runner {
@@ -35,22 +38,77 @@ std::vector<scenario::Scenario> load_scenarios(const std::vector<std::string>& p
   return out;
 }
 
-Session::Session(const SessionOptions& options) : stack_(std::make_unique<Stack>(options.services)) {
+Session::Session(const SessionOptions& options) : options_(options), stack_(std::make_unique<Stack>(options.services)) {
   if (options.dedupe_mode && stack_->embedded_remote()) stack_->use_dedupe_mode(*options.dedupe_mode);
   outbox_ = std::make_unique<infra::PgOutbox>(stack_->database_url(), options.run_id,
                                               infra::DbTimeouts{.timeout_s = options.services.db_timeout_s});
-  remote_ = std::make_unique<infra::HttpRemote>(stack_->remote_url(),
-                                                infra::HttpTimeouts{.timeout_s = options.services.http_timeout_s});
+  const auto& first = clients_.emplace_back(connect(0));
+  const auto* clock = first.endpoint.clock;
+  const auto* proxy = first.endpoint.fault_proxy;
+  nlohmann::json clock_json = {{"mode", to_string(options.services.clock_mode)},
+                               {"ack_loss", infra::kAckLosses.name(options.services.ack_loss_or_default())},
+                               {"libfaketime", clock ? nlohmann::json(clock->library().string()) : nullptr},
+                               {"fault_proxy_url", proxy ? nlohmann::json(proxy->base_url()) : nullptr}};
   description_ = {
       .database = infra::describe_database(outbox_->info(), stack_->database_url(), stack_->postgres_binaries()),
-      .remote_health = remote_->health().body,
+      .remote_health = first.outer->health().body,
       .remote_url = stack_->remote_url(),
       .embedded_remote = stack_->embedded_remote(),
-      .remote_command = options.services.remote_command};
+      .remote_command = options.services.remote_command,
+      .clock = std::move(clock_json)};
+}
+
+Session::~Session() = default;
+
+Session::Client Session::connect(std::size_t index) {
+  Client client;
+  client.endpoint = stack_->instance(index);
+  client.http = std::make_unique<infra::HttpRemote>(
+      client.endpoint.driver_url, infra::HttpTimeouts{.timeout_s = options_.services.http_timeout_s},
+      infra::WireOptions{.sends_logical_time = client.endpoint.clock == nullptr,
+                         .ack_loss = options_.services.ack_loss_or_default()});
+  client.outer = client.http.get();
+  if (client.endpoint.fault_proxy) {
+    client.proxied =
+        std::make_unique<infra::ProxiedRemote>(*client.outer, client.endpoint.fault_proxy->shared_counts());
+    client.outer = client.proxied.get();
+  }
+  if (client.endpoint.clock) {
+    client.clocked = std::make_unique<infra::ClockedRemote>(*client.outer, *client.endpoint.clock);
+    client.outer = client.clocked.get();
+  }
+  return client;
+}
+
+infra::RemoteApi& Session::instance(std::size_t index) {
+  if (clients_.empty()) throw std::logic_error("Session::instance after close_connections()");
+  while (clients_.size() <= index) clients_.push_back(connect(clients_.size()));
+  return *clients_[index].outer;
+}
+
+infra::ProcessClock* Session::process_clock(std::size_t index) {
+  instance(index);
+  return clients_[index].endpoint.clock;
+}
+
+std::string Session::instance_name(std::size_t index) const {
+  return index < clients_.size() ? clients_[index].endpoint.name : "instance " + std::to_string(index + 1);
+}
+
+nlohmann::json Session::instances_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& client : clients_) {
+    const auto& e = client.endpoint;
+    out.push_back({{"name", e.name},
+                   {"service_url", e.service_url},
+                   {"driver_url", e.driver_url},
+                   {"clock_file", e.clock ? nlohmann::json(e.clock->timestamp_file().string()) : nullptr}});
+  }
+  return out;
 }
 
 void Session::close_connections() {
-  remote_.reset();
+  clients_.clear();
   outbox_.reset();
 }
 
@@ -64,6 +122,17 @@ ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& 
 }
 
 std::optional<std::string> service_options_problem(const StackOptions& services) {
+  if (services.clock_mode == ClockMode::real) {
+    if (services.remote_url) {
+      return "--clock-mode real drives the clock of a service skewbench starts; drop --remote-url (or give "
+             "--remote-command to let skewbench start your service under libfaketime)";
+    }
+    try {
+      infra::find_libfaketime(services.libfaketime);
+    } catch (const std::exception& e) {
+      return "--clock-mode real: " + std::string(e.what());
+    }
+  }
   if (services.postgres_bin && !infra::is_postgres_bindir(*services.postgres_bin)) {
     return "--postgres-bin " + *services.postgres_bin + ": not a directory holding initdb, pg_ctl and postgres";
   }
@@ -109,6 +178,32 @@ std::optional<std::string> remote_mode_problem(const StackOptions& services,
     const std::string wanted(remote_effect::dedupe_mode_name(*s.dedupe_mode));
     return s.source + ": needs remote dedupe mode \"" + wanted + "\" but " + *services.remote_url + " runs \"" +
            running + "\"; start it with --dedupe " + wanted + " or drop --remote-url";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> clock_mode_problem(const StackOptions& services,
+                                              const std::vector<scenario::Scenario>& scenarios) {
+  if (services.clock_mode != ClockMode::real) return std::nullopt;
+  for (const auto& s : scenarios) {
+    if (auto problem = infra::process_clock_range_problem(s.t0_s)) {
+      return s.source + ": $.t0_s: --clock-mode real sets the service's wall clock to the scenario's times, and " +
+             *problem;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> instances_problem(const StackOptions& services,
+                                             const std::vector<scenario::Scenario>& scenarios) {
+  for (const auto& s : scenarios) {
+    if (s.instance_count() < 2) continue;
+    const std::string what = s.source + ": $.remote.instances: an instance per node is " +
+                             std::to_string(s.instance_count()) + " processes of the service, ";
+    if (services.remote_url) return what + "which skewbench starts itself; drop --remote-url";
+    if (services.remote_port) {
+      return what + "and --remote-port " + std::to_string(*services.remote_port) + " is one port";
+    }
   }
   return std::nullopt;
 }

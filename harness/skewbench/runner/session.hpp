@@ -15,6 +15,7 @@
 #include "infra/database_description.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
+#include "runner/instances.hpp"
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 #include "scenario/scenario.hpp"
@@ -33,6 +34,9 @@ struct ServicesDescription {
   std::string remote_url;
   bool embedded_remote = false;
   std::optional<std::string> remote_command = std::nullopt;  // the service started instead of remote-effect
+  // How the service reads time and loses answers: mode, ack_loss, and in
+  // real-clock mode the libfaketime library and the clock file.
+  nlohmann::json clock = nlohmann::json::object();
 };
 
 struct SessionOptions {
@@ -42,25 +46,50 @@ struct SessionOptions {
   std::optional<remote_effect::DedupeMode> dedupe_mode = std::nullopt;
 };
 
-class Session {
+// The services of a run, reached through the instances' clients; it is the
+// runner's ServiceInstances.
+class Session final : public ServiceInstances {
  public:
   // Starts or reaches the services and asks both what they are; throws
   // InfrastructureError (or another std::exception) when one cannot be used.
   explicit Session(const SessionOptions& options);
+  ~Session() override;
 
   Stack& stack() { return *stack_; }
   // The session's own connections; null after close_connections().
   infra::PgOutbox& outbox() { return *outbox_; }
-  infra::HttpRemote& remote() { return *remote_; }
+  // The first instance as the steps reach it: through its fault proxy and its
+  // process clock when the stack has them.
+  infra::RemoteApi& remote() { return instance(0); }
   const ServicesDescription& description() const { return description_; }
+
+  infra::RemoteApi& instance(std::size_t index) override;
+  infra::ProcessClock* process_clock(std::size_t index) override;
+  std::string instance_name(std::size_t index) const override;
+
+  // Every instance reached so far, as the evidence's environment.clock lists
+  // them: name, the service's URL, the URL the driver sent to (its fault
+  // proxy's, when it has one) and, in real-clock mode, its clock file.
+  nlohmann::json instances_json() const;
 
   // Closes the connections and keeps the services (sweep workers open their own).
   void close_connections();
 
  private:
+  // One instance's client: HTTP, then what the stack puts around it.
+  struct Client {
+    InstanceEndpoint endpoint;
+    std::unique_ptr<infra::HttpRemote> http;
+    std::unique_ptr<infra::RemoteApi> proxied;  // counts the fault proxy's dropped answers
+    std::unique_ptr<infra::RemoteApi> clocked;  // sets the process clock before each request
+    infra::RemoteApi* outer = nullptr;
+  };
+  Client connect(std::size_t index);
+
+  SessionOptions options_;
   std::unique_ptr<Stack> stack_;
   std::unique_ptr<infra::PgOutbox> outbox_;
-  std::unique_ptr<infra::HttpRemote> remote_;
+  std::vector<Client> clients_;  // one per instance reached so far
   ServicesDescription description_;
 };
 
@@ -80,6 +109,16 @@ std::optional<std::string> remote_mode_problem(const StackOptions& services,
 // when every such step can run.
 std::optional<std::string> control_step_problem(const StackOptions& services,
                                                 const std::vector<scenario::Scenario>& scenarios);
+
+// A scenario with an instance per node against a remote skewbench does not
+// start (--remote-url), or one that listens on one fixed port (--remote-port).
+std::optional<std::string> instances_problem(const StackOptions& services,
+                                             const std::vector<scenario::Scenario>& scenarios);
+
+// In --clock-mode real, a scenario whose T0 a process clock cannot be set to
+// (infra::process_clock_range_problem); nothing in logical mode, or when all can.
+std::optional<std::string> clock_mode_problem(const StackOptions& services,
+                                              const std::vector<scenario::Scenario>& scenarios);
 
 // The result of a scenario that never ran because of `error`: ERROR, every
 // expectation unmeasured, so no artifact can read it as a pass.

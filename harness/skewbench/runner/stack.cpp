@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "common/errors.hpp"
+#include "infra/fault_proxy.hpp"
 #include "infra/postgres_cluster.hpp"
+#include "infra/process_clock.hpp"
 #include "remote_effect/launcher.hpp"
 
 namespace skewbench::runner {
@@ -89,7 +91,11 @@ void switch_dedupe_mode(std::unique_ptr<remote_effect::RemoteEffectProcess>& rem
 
 }  // namespace
 
-Stack::Stack(const StackOptions& options) {
+Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std::make_shared<infra::FaultCounts>()) {
+  // service_options_problem() names this to the user before anything starts.
+  if (options.clock_mode == ClockMode::real && options.remote_url) {
+    throw InfrastructureError("--clock-mode real drives the clock of a service skewbench starts, not of --remote-url");
+  }
   if (!options.database_url || !options.remote_url) work_dir_ = std::make_unique<TempDir>("skewbench-run");
   if (options.database_url) {
     database_url_ = *options.database_url;
@@ -104,6 +110,7 @@ Stack::Stack(const StackOptions& options) {
   }
   if (options.remote_url) {
     remote_url_ = *options.remote_url;
+    external_proxy_ = fault_proxy_for(remote_url_);
     return;
   }
   const auto binary = options.remote_command ? std::string() : find_remote_effect_binary(options.remote_effect_binary);
@@ -116,7 +123,9 @@ Stack::Stack(const StackOptions& options) {
     std::cerr << "skewbench: starting "
               << (options.remote_command ? "the remote service: " + *options.remote_command
                                          : "remote-effect (" + binary + ")")
-              << (instances > 1 ? " x" + std::to_string(instances) + ", one per job" : "") << "\n";
+              << (instances > 1 ? " x" + std::to_string(instances) + ", one per job" : "")
+              << (options.clock_mode == ClockMode::real ? ", on a process clock skewbench drives (libfaketime)" : "")
+              << "\n";
   }
   for (unsigned i = 0; i < instances; ++i) {
     // The first keeps the names it always had; the others are numbered.
@@ -126,15 +135,83 @@ Stack::Stack(const StackOptions& options) {
     launch->state_db = work_dir_->path() / (name + ".sqlite3");
     launch->sync = options.remote_sync.value_or(
         options.durability_or_durable() == Durability::durable ? std::string("full") : std::string("normal"));
-    launch->stderr_path = (work_dir_->path() / (name + ".log")).string();
     if (options.remote_command) {
       launch->command = options.remote_command;
       launch->port = options.remote_port.value_or(0);  // 0: a free one, kept across restarts
     }
-    auto process = start_remote(*launch);
-    remotes_.push_back({.launch = std::move(launch), .process = std::move(process)});
+    remotes_.push_back(start_instance(name, std::move(launch)));
   }
   remote_url_ = remotes_.front().process->base_url();
+}
+
+Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_effect::LaunchOptions> launch) const {
+  Started started;
+  started.name = std::move(name);
+  launch->stderr_path = (work_dir_->path() / (started.name + ".log")).string();
+  if (options_.clock_mode == ClockMode::real) {
+    started.clock = std::make_unique<infra::ProcessClock>(work_dir_->path() / (started.name + ".faketime"),
+                                                          infra::find_libfaketime(options_.libfaketime));
+    launch->clock = remote_effect::ClockSource::system;
+    launch->env = started.clock->environment();
+  }
+  started.process = start_remote(*launch);
+  started.launch = std::move(launch);
+  started.fault_proxy = fault_proxy_for(started.process->base_url());
+  return started;
+}
+
+std::unique_ptr<infra::FaultProxy> Stack::fault_proxy_for(const std::string& service_url) const {
+  if (options_.ack_loss_or_default() != infra::AckLoss::proxy) return nullptr;
+  try {
+    return std::make_unique<infra::FaultProxy>(service_url, options_.http_timeout_s, fault_counts_);
+  } catch (const std::invalid_argument& e) {
+    throw InfrastructureError(std::string("fault proxy: ") + e.what());
+  }
+}
+
+InstanceEndpoint Stack::endpoint_of(const Started& started) {
+  const auto url = started.process->base_url();
+  return {.name = started.name,
+          .service_url = url,
+          .driver_url = started.fault_proxy ? started.fault_proxy->base_url() : url,
+          .clock = started.clock.get(),
+          .fault_proxy = started.fault_proxy.get()};
+}
+
+InstanceEndpoint Stack::instance(std::size_t index) {
+  if (remotes_.empty()) {
+    if (index > 0) {
+      throw InfrastructureError("a scenario with an instance per node needs instances skewbench starts; " +
+                                remote_url_ + " is one external service");
+    }
+    return {.name = "remote",
+            .service_url = remote_url_,
+            .driver_url = external_proxy_ ? external_proxy_->base_url() : remote_url_,
+            .clock = nullptr,
+            .fault_proxy = external_proxy_.get()};
+  }
+  if (index == 0) return endpoint_of(remotes_.front());
+  if (options_.remote_port) {
+    throw InfrastructureError("--remote-port " + std::to_string(*options_.remote_port) +
+                              " is one port, and the scenario runs an instance per node");
+  }
+  while (extra_instances_.size() < index) {
+    const auto& first = remotes_.front();
+    auto launch = std::make_unique<remote_effect::LaunchOptions>(*first.launch);
+    launch->port = 0;  // a free one, kept across restarts
+    const auto name = first.name + "@" + std::to_string(extra_instances_.size() + 2);
+    if (!options_.quiet) std::cerr << "skewbench: starting " << name << " on the same state file\n";
+    extra_instances_.push_back(start_instance(name, std::move(launch)));
+  }
+  return endpoint_of(extra_instances_[index - 1]);
+}
+
+std::vector<Stack::Started*> Stack::first_remote_instances() {
+  std::vector<Started*> out;
+  if (remotes_.empty()) return out;
+  out.push_back(&remotes_.front());
+  for (auto& extra : extra_instances_) out.push_back(&extra);
+  return out;
 }
 
 std::vector<std::string> Stack::remote_urls() const {
@@ -145,11 +222,13 @@ std::vector<std::string> Stack::remote_urls() const {
 }
 
 // One thread that waits out a pause and sends SIGCONT; destroying it resumes
-// the remote at once, so that a run never ends with a stopped process.
+// the processes at once, so that a run never ends with a stopped process.
 class Stack::Resumer {
  public:
-  Resumer(pid_t pid, std::chrono::milliseconds duration)
-      : pid_(pid), until_(std::chrono::steady_clock::now() + duration), thread_([this] { wait_then_resume(); }) {}
+  Resumer(std::vector<pid_t> pids, std::chrono::milliseconds duration)
+      : pids_(std::move(pids)),
+        until_(std::chrono::steady_clock::now() + duration),
+        thread_([this] { wait_then_resume(); }) {}
   ~Resumer() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -163,10 +242,10 @@ class Stack::Resumer {
   void wait_then_resume() {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait_until(lock, until_, [this] { return cancelled_; });
-    ::kill(pid_, SIGCONT);
+    for (const auto pid : pids_) ::kill(pid, SIGCONT);
   }
 
-  pid_t pid_;
+  std::vector<pid_t> pids_;
   std::chrono::steady_clock::time_point until_;
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -178,10 +257,16 @@ Stack::~Stack() = default;
 
 void Stack::pause_remote(std::chrono::milliseconds duration) {
   if (remotes_.empty()) throw InfrastructureError("the remote-effect service is external and cannot be paused");
-  const auto& remote = *remotes_.front().process;
   resumer_.reset();  // an earlier pause ends first
-  if (::kill(remote.pid(), SIGSTOP) != 0) throw InfrastructureError("cannot stop remote-effect (SIGSTOP)");
-  resumer_ = std::make_unique<Resumer>(remote.pid(), duration);
+  std::vector<pid_t> stopped;
+  for (const auto* instance : first_remote_instances()) {
+    if (::kill(instance->process->pid(), SIGSTOP) != 0) {
+      for (const auto pid : stopped) ::kill(pid, SIGCONT);
+      throw InfrastructureError("cannot stop " + instance->name + " (SIGSTOP)");
+    }
+    stopped.push_back(instance->process->pid());
+  }
+  resumer_ = std::make_unique<Resumer>(std::move(stopped), duration);
 }
 
 void Stack::restart_database(bool immediate) {
@@ -192,16 +277,17 @@ void Stack::restart_database(bool immediate) {
 
 const infra::PostgresBinaries* Stack::postgres_binaries() const { return cluster_ ? &cluster_->binaries() : nullptr; }
 
-std::string Stack::restart_remote() {
+void Stack::restart_remote() {
   if (remotes_.empty()) throw InfrastructureError("the remote-effect service is external and cannot be restarted");
-  auto& remote = *remotes_.front().process;
   resumer_.reset();  // a paused process is resumed before it is asked to stop
-  try {
-    remote.restart();
-  } catch (const std::exception& e) {
-    throw InfrastructureError("cannot restart " + service_name(*remotes_.front().launch) + ": " + e.what());
+  for (auto* instance : first_remote_instances()) {
+    try {
+      instance->process->restart();
+    } catch (const std::exception& e) {
+      throw InfrastructureError("cannot restart " + service_name(*instance->launch) + " (" + instance->name +
+                                "): " + e.what());
+    }
   }
-  return remote.boot_id();
 }
 
 void Stack::use_dedupe_mode(remote_effect::DedupeMode mode) {
@@ -210,6 +296,7 @@ void Stack::use_dedupe_mode(remote_effect::DedupeMode mode) {
   }
   // The same state file and port: the client keeps its URL, the ledger stays.
   for (auto& r : remotes_) switch_dedupe_mode(r.process, *r.launch, mode);
+  for (auto& r : extra_instances_) switch_dedupe_mode(r.process, *r.launch, mode);
 }
 
 }  // namespace skewbench::runner

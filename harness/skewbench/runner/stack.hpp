@@ -6,6 +6,7 @@
 // the stack is destroyed (normal end, error or Ctrl-C).
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,9 @@
 namespace skewbench::infra {
 class PostgresCluster;
 struct PostgresBinaries;
+class ProcessClock;
+class FaultProxy;
+class FaultCounts;
 }  // namespace skewbench::infra
 namespace skewbench::remote_effect {
 class RemoteEffectProcess;
@@ -43,6 +47,16 @@ enum class Durability { durable, throwaway };
 inline constexpr auto kDurabilities =
     vocabulary<Durability>({{Durability::durable, "durable"}, {Durability::throwaway, "throwaway"}});
 constexpr std::string_view to_string(Durability durability) { return kDurabilities.name(durability); }
+
+// How a started service learns the time a scenario asks of it
+// (docs/real-clocks.md); whose time that is, the scenario says ($.remote.clock).
+//  - logical: every request carries it in X-Logical-Time (the published wire);
+//    the service reads no clock.
+//  - real: each instance reads its own wall clock, which skewbench drives
+//    under libfaketime (infra::ProcessClock), and the requests carry no time.
+enum class ClockMode { logical, real };
+inline constexpr auto kClockModes = vocabulary<ClockMode>({{ClockMode::logical, "logical"}, {ClockMode::real, "real"}});
+constexpr std::string_view to_string(ClockMode mode) { return kClockModes.name(mode); }
 
 struct StackOptions {
   std::optional<std::string> database_url;  // external PostgreSQL, or start one
@@ -71,8 +85,18 @@ struct StackOptions {
   // A step stops PostgreSQL (restart_database): a throwaway cluster then
   // keeps synchronous_commit on.
   bool database_restarts = false;
+  // --clock-mode: real needs a remote skewbench starts, one per job.
+  ClockMode clock_mode = ClockMode::logical;
+  // --libfaketime: the library a real-clock service is started with; else
+  // found as infra::find_libfaketime() says.
+  std::optional<std::string> libfaketime = std::nullopt;
+  // --ack-loss; else header in logical mode, proxy in real mode.
+  std::optional<infra::AckLoss> ack_loss = std::nullopt;
 
   Durability durability_or_durable() const { return durability.value_or(Durability::durable); }
+  infra::AckLoss ack_loss_or_default() const {
+    return ack_loss.value_or(clock_mode == ClockMode::real ? infra::AckLoss::proxy : infra::AckLoss::header);
+  }
 
   // The timeouts in force, as the evidence records them.
   nlohmann::json timeouts_json() const {
@@ -87,6 +111,15 @@ struct StackOptions {
 // the directory of the running skewbench executable, then PATH.
 std::string find_remote_effect_binary(const std::optional<std::string>& given);
 
+// One instance of the service as the driver reaches it.
+struct InstanceEndpoint {
+  std::string name;                          // "remote-effect", "remote-effect@2", ...: its log file's name
+  std::string service_url;                   // the service itself
+  std::string driver_url;                    // where the driver sends requests: the fault proxy, or the service
+  infra::ProcessClock* clock = nullptr;      // its wall clock in real-clock mode; else null
+  infra::FaultProxy* fault_proxy = nullptr;  // with --ack-loss proxy; else null
+};
+
 class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
  public:
   // Throws InfrastructureError when a service cannot be started.
@@ -96,7 +129,8 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   const std::string& database_url() const { return database_url_; }
   // The first remote: the one a run, and every control step, uses.
   const std::string& remote_url() const { return remote_url_; }
-  // Every remote: the started instances, or the one external URL.
+  // One remote per sweep job (StackOptions::remote_instances), each on its
+  // own state file, or the one external URL.
   std::vector<std::string> remote_urls() const;
   // The binaries of the started cluster; null when the database is external.
   const infra::PostgresBinaries* postgres_binaries() const;
@@ -108,24 +142,52 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // Null when the database is external.
   steps::DatabaseControl* database_control() { return cluster_ ? this : nullptr; }
 
-  std::string restart_remote() override;
+  // Instance `index` of the first remote (a scenario's $.remote.instances):
+  // 0 is the first remote itself; each other one runs on the first's state
+  // file with a port, a log, a process clock and a fault proxy of its own,
+  // and is started by the first call that names it. Throws
+  // InfrastructureError when the remote is external (index > 0) or an
+  // instance cannot start.
+  InstanceEndpoint instance(std::size_t index);
+  // The instances started so far (at least 1).
+  std::size_t instance_count() const { return remotes_.empty() ? 1 : 1 + extra_instances_.size(); }
+
+  // Restarts and pauses act on every instance of the first remote; a dedupe
+  // mode switch on every remote.
+  void restart_remote() override;
   void use_dedupe_mode(remote_effect::DedupeMode mode) override;
   void pause_remote(std::chrono::milliseconds duration) override;
   void restart_database(bool immediate) override;
 
  private:
-  class Resumer;  // sends SIGCONT to a paused remote when its time is up
+  class Resumer;  // sends SIGCONT to paused processes when their time is up
+  // A started service process and what goes with it.
+  struct Started {
+    std::string name;
+    std::unique_ptr<remote_effect::LaunchOptions> launch;  // how it was started (to start it again)
+    std::unique_ptr<infra::ProcessClock> clock;            // real-clock mode: the wall clock it reads
+    std::unique_ptr<remote_effect::RemoteEffectProcess> process;
+    std::unique_ptr<infra::FaultProxy> fault_proxy;  // declared after process: stops before it
+  };
+  Started start_instance(std::string name, std::unique_ptr<remote_effect::LaunchOptions> launch) const;
+  std::unique_ptr<infra::FaultProxy> fault_proxy_for(const std::string& service_url) const;
+  static InstanceEndpoint endpoint_of(const Started& started);
+  // The first remote's instances: remotes_.front() and extra_instances_.
+  std::vector<Started*> first_remote_instances();
+
+  StackOptions options_;
+  // What every fault proxy of the stack did: an answer dropped in front of
+  // one instance counts whichever instance is asked next.
+  std::shared_ptr<infra::FaultCounts> fault_counts_;
   std::unique_ptr<TempDir> work_dir_;
   std::unique_ptr<infra::PostgresCluster> cluster_;
-  // A started remote-effect and how it was started (to start it again).
-  struct StartedRemote {
-    std::unique_ptr<remote_effect::LaunchOptions> launch;
-    std::unique_ptr<remote_effect::RemoteEffectProcess> process;
-  };
-  // The started ones (StackOptions::remote_instances); the first is the one
-  // a run and every control step use. Empty against an external remote.
-  std::vector<StartedRemote> remotes_;
-  std::unique_ptr<Resumer> resumer_;  // declared after remotes_: resumes the first before it is stopped
+  // The started remotes, one per sweep job; the first is the one a run and
+  // every control step use. Empty against an external remote.
+  std::vector<Started> remotes_;
+  // More instances of the first remote, on its state file (instance 1, 2, ...).
+  std::vector<Started> extra_instances_;
+  std::unique_ptr<infra::FaultProxy> external_proxy_;  // in front of an external remote (--ack-loss proxy)
+  std::unique_ptr<Resumer> resumer_;  // declared after the instances: resumes them before they are stopped
   std::string database_url_;
   std::string remote_url_;
 };

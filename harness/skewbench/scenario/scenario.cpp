@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <regex>
 #include <set>
+#include <stdexcept>
 
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -135,19 +136,41 @@ steps::OperationSettings read_operation(ObjectReader& root, const std::string& s
   return op;
 }
 
-// $.remote: what the scenario needs of the remote service.
-std::optional<remote_effect::DedupeMode> read_dedupe_mode(ObjectReader& root) {
+// A word of `vocabulary` at `key` of `reader`, if present; throws InputError
+// naming the allowed words.
+template <typename Vocabulary>
+auto optional_word(ObjectReader& reader, const std::string& key, const Vocabulary& vocabulary)
+    -> decltype(vocabulary.parse("")) {
+  const auto word = reader.optional_string(key);
+  if (!word) return std::nullopt;
+  const auto parsed = vocabulary.parse(*word);
+  if (!parsed) {
+    throw InputError(reader.child_path(key),
+                     "\"" + *word + "\" is not one of: " + text::join(vocabulary.names(), ", "));
+  }
+  return parsed;
+}
+
+// $.remote: what the scenario needs of the remote service: its dedupe memory,
+// how many instances the nodes reach, and whose clock each judges by. Read
+// after the nodes and the policy, which the clock must agree with.
+void read_remote(ObjectReader& root, Scenario& s) {
   const auto* spec = root.optional("remote");
-  if (spec == nullptr) return std::nullopt;
+  if (spec == nullptr) return;
   ObjectReader reader(*spec, "$.remote");
-  const auto word = reader.require_string("dedupe");
-  const auto mode = remote_effect::parse_dedupe_mode(word);
-  if (!mode) {
-    throw InputError("$.remote.dedupe",
-                     "\"" + word + "\" is not one of: " + text::join(remote_effect::kDedupeModes.names(), ", "));
+  s.dedupe_mode = optional_word(reader, "dedupe", remote_effect::kDedupeModes);
+  s.service.instances = optional_word(reader, "instances", kInstanceLayouts).value_or(InstanceLayout::one);
+  s.service.clock = optional_word(reader, "clock", kServiceClocks).value_or(ServiceClock::request);
+  if (s.service.clock == ServiceClock::node && s.service.instances != InstanceLayout::per_node) {
+    throw InputError("$.remote.clock",
+                     "\"node\" needs \"instances\": \"per_node\" (one instance shared by every node has no node "
+                     "clock of its own)");
+  }
+  if (s.service.clock == ServiceClock::authority && s.policy->authority() == nullptr) {
+    throw InputError("$.remote.clock", "\"authority\" needs a policy that declares one (declared_authority), not " +
+                                           std::string(s.policy->name()));
   }
   reader.finish();
-  return mode;
 }
 
 // $.nodes: at least one, each id declared once.
@@ -218,12 +241,12 @@ Scenario parse_document(const json& doc, const std::string& source) {
   s.report_as = root.optional_string("report_as");
   if (s.report_as) require_report_section_name(*s.report_as);
   s.operation = read_operation(root, s.id);
-  s.dedupe_mode = read_dedupe_mode(root);
   s.t0_s = root.require_int_within("t0_s", -time::kMaxLogicalSeconds, time::kMaxLogicalSeconds);
   s.ttl_s = root.require_int_within("ttl_s", 1, time::kMaxLogicalSeconds);
   std::set<std::string> node_ids;
   s.nodes = read_nodes(root, node_ids);
   s.policy = policy::builtin_policies().make(root.require_object("policy"), "$.policy");
+  read_remote(root, s);
 
   const auto& step_list = root.require_array("steps");
   if (step_list.empty()) throw InputError("$.steps", "must list at least one step");
@@ -240,6 +263,14 @@ Scenario parse_document(const json& doc, const std::string& source) {
 }
 
 }  // namespace
+
+std::size_t Scenario::instance_of(const std::optional<std::string>& node_id) const {
+  if (service.instances != InstanceLayout::per_node || !node_id) return 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].node_id == *node_id) return i;
+  }
+  throw std::logic_error("instance_of: no node " + *node_id);
+}
 
 bool Scenario::needs_remote_control() const {
   return std::any_of(steps.begin(), steps.end(), [](const ScenarioStep& s) { return s.step->needs().remote_control; });

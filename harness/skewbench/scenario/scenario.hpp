@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_reader.hpp"
+#include "common/vocabulary.hpp"
 #include "policy/policy.hpp"
 #include "steps/step.hpp"
 #include "time/logical_time.hpp"
@@ -47,6 +48,33 @@ struct Expectation {
   nlohmann::json expected;
 };
 
+// $.remote.instances: how many processes of the service under test the
+// scenario's nodes reach.
+//  - one: every node reaches the same instance (the published topology).
+//  - per_node: each node reaches an instance of its own, every instance on the
+//    same backing store (remote-effect: one SQLite file), as behind a load
+//    balancer where a retry lands on another instance.
+enum class InstanceLayout { one, per_node };
+inline constexpr auto kInstanceLayouts =
+    vocabulary<InstanceLayout>({{InstanceLayout::one, "one"}, {InstanceLayout::per_node, "per_node"}});
+
+// $.remote.clock: whose time an instance judges a request at (expiry, GC).
+//  - request: the time the request carries, which the sending node's clock or
+//    its policy chose (the published wire: X-Logical-Time).
+//  - node: the clock of the node the instance serves (per_node only): the
+//    reference time plus the node's offset, moved by set_clock_offset.
+//  - authority: the policy's declared authority (declared_authority only).
+// How the time reaches the process is the run's --clock-mode: in a header
+// (logical) or as the process's own wall clock (real); the answer is the same.
+enum class ServiceClock { request, node, authority };
+inline constexpr auto kServiceClocks = vocabulary<ServiceClock>(
+    {{ServiceClock::request, "request"}, {ServiceClock::node, "node"}, {ServiceClock::authority, "authority"}});
+
+struct ServiceLayout {
+  InstanceLayout instances = InstanceLayout::one;
+  ServiceClock clock = ServiceClock::request;
+};
+
 struct ScenarioStep {
   std::unique_ptr<steps::Step> step;
   nlohmann::json input;  // the step object as written in the file
@@ -65,11 +93,17 @@ struct Scenario {
   // (an SQLite table that survives a restart) or volatile (process memory,
   // lost on restart); empty = any.
   std::optional<remote_effect::DedupeMode> dedupe_mode;
+  // $.remote.instances and $.remote.clock.
+  ServiceLayout service;
   std::vector<ScenarioStep> steps;
   std::vector<Expectation> expectations;
   nlohmann::json document;  // the whole file as parsed: the run's exact input
   std::string source;       // where it came from (a path, or "sweep cell N")
 
+  // How many instances of the service it reaches: one, or one per node.
+  std::size_t instance_count() const { return service.instances == InstanceLayout::per_node ? nodes.size() : 1; }
+  // The instance a node's requests reach (0 for a step without a node).
+  std::size_t instance_of(const std::optional<std::string>& node_id) const;
   // A step that restarts or hangs the remote (steps::StepNeeds::remote_control).
   bool needs_remote_control() const;
   // A step that restarts PostgreSQL (steps::StepNeeds::database_control).

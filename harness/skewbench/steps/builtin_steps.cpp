@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/errors.hpp"
@@ -21,8 +22,8 @@ json status_json(remote_effect::OperationStatus status) { return remote_effect::
 // A POST with X-Drop-Ack whose connection closed unanswered: that is the
 // planned outcome only if the remote logged it. A reset before the remote read
 // the request looks the same on the wire, so the request log decides.
-void confirm_dropped_ack(StepContext& ctx, LogicalSeconds logical_time_s, StepOutcome& out) {
-  const auto ex = ctx.remote.status(ctx.operation_id, logical_time_s);
+void confirm_dropped_ack(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds logical_time_s, StepOutcome& out) {
+  const auto ex = remote.status(ctx.operation_id, logical_time_s);
   out.exchanges.push_back(ex.to_json());
   ctx.checked_snapshot(ex.answer, "the X-Drop-Ack POST got no answer, but");
 }
@@ -31,31 +32,32 @@ void confirm_dropped_ack(StepContext& ctx, LogicalSeconds logical_time_s, StepOu
 // POST and the outcome after it, each in its own transaction, so a crash in
 // between leaves an attempt whose outcome is unknown, exactly as on the wire.
 // The key is the stable one or a minted one (the scenario's retry identity);
-// a bound temporal epoch, when given, travels as a fence.
+// a bound temporal epoch, when given, travels as a fence. `remote` is the
+// instance the delivering node reaches.
 struct Delivered {
   infra::TransportOutcome outcome = infra::TransportOutcome::AckUnknown;
   remote_effect::PostAnswer answer;
   json observed;
 };
 
-Delivered deliver(StepContext& ctx, LogicalSeconds logical_time_s, bool drop_ack, StepOutcome& out,
-                  std::optional<std::int64_t> fence_epoch = std::nullopt) {
+Delivered deliver(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds logical_time_s, bool drop_ack,
+                  StepOutcome& out, std::optional<std::int64_t> fence_epoch = std::nullopt) {
   ctx.outbox.record_attempt(ctx.operation_id, logical_time_s);
   const auto key = ctx.next_delivery_key();
-  const auto ex = ctx.remote.post_effect({.operation_id = ctx.operation_id,
-                                          .idempotency_key = key.wire,
-                                          .ttl_s = ctx.ttl_s,
-                                          .logical_time_s = logical_time_s,
-                                          .drop_ack = drop_ack,
-                                          .body = ctx.payload,
-                                          .expected_temporal_epoch = fence_epoch});
+  const auto ex = remote.post_effect({.operation_id = ctx.operation_id,
+                                      .idempotency_key = key.wire,
+                                      .ttl_s = ctx.ttl_s,
+                                      .logical_time_s = logical_time_s,
+                                      .drop_ack = drop_ack,
+                                      .body = ctx.payload,
+                                      .expected_temporal_epoch = fence_epoch});
   out.exchanges.push_back(ex.to_json());
   const auto outcome = ex.transport_outcome();
   if (outcome == infra::TransportOutcome::AckUnknown) {
     if (!drop_ack) throw InfrastructureError("POST /effects got no answer, and it was not sent with X-Drop-Ack");
     ++ctx.ledger.post_requests;
     ++ctx.ledger.ack_drops;
-    confirm_dropped_ack(ctx, logical_time_s, out);
+    confirm_dropped_ack(ctx, remote, logical_time_s, out);
   }
   json observed = {
       {"transport_outcome", infra::to_string(outcome)},
@@ -121,7 +123,7 @@ class PostEffectStep final : public Step {
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
     StepOutcome out;
-    out.observed = deliver(ctx, t, drop_ack_, out).observed;
+    out.observed = deliver(ctx, ctx.remote_of(node_), t, drop_ack_, out).observed;
     out.observed["logical_time_s"] = t;
     return out;
   }
@@ -145,7 +147,7 @@ class ObserveStep final : public Step {
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
     StepOutcome out;
-    const auto ex = ctx.remote.status(ctx.operation_id, t);
+    const auto ex = ctx.remote_of(node_).status(ctx.operation_id, t);
     out.exchanges.push_back(ex.to_json());
     const auto snapshot = ctx.checked_snapshot(ex.answer, "observe: GET /status answered, but");
     const auto row = ctx.outbox.read(ctx.operation_id);
@@ -173,8 +175,8 @@ class ObserveStep final : public Step {
 // Reads the remote's authoritative status and applies the reconcile rule:
 // committed completes the delivery without a replay, absent allows one, anything
 // else holds. Returns whether a replay may follow.
-bool reconcile_with_remote(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) {
-  const auto ex = ctx.remote.status(ctx.operation_id, time_s);
+bool reconcile_with_remote(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds time_s, StepOutcome& out) {
+  const auto ex = remote.status(ctx.operation_id, time_s);
   out.exchanges.push_back(ex.to_json());
   const auto snapshot = ctx.checked_snapshot(ex.answer, "recover: GET /status answered, but");
   const auto action = policy::reconcile(snapshot.effect_count);
@@ -188,10 +190,10 @@ bool reconcile_with_remote(StepContext& ctx, LogicalSeconds time_s, StepOutcome&
 // Sends the delivery again. With a bound temporal epoch the replay carries
 // the fence; a FENCED_OUT answer is never a success: recovery reconciles, and
 // a replay that reconciliation still allows is bound to the current epoch.
-void replay_delivery(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) {
+void replay_delivery(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds time_s, StepOutcome& out) {
   json& o = out.observed;
   if (ctx.bound_temporal_epoch) o["bound_temporal_epoch"] = *ctx.bound_temporal_epoch;
-  auto delivered = deliver(ctx, time_s, false, out, ctx.bound_temporal_epoch);
+  auto delivered = deliver(ctx, remote, time_s, false, out, ctx.bound_temporal_epoch);
   const auto& first = delivered.observed;
   o["replayed"] = true;
   o["transport_outcome"] = first["transport_outcome"];
@@ -202,12 +204,12 @@ void replay_delivery(StepContext& ctx, LogicalSeconds time_s, StepOutcome& out) 
   o["replay_http_status"] = first["http_status"];
   o["fence_error"] = first["fence_error"];
   o["current_temporal_epoch"] = first["current_temporal_epoch"];
-  if (!reconcile_with_remote(ctx, time_s, out)) return;
+  if (!reconcile_with_remote(ctx, remote, time_s, out)) return;
   if (!delivered.answer.current_temporal_epoch) {
     throw InfrastructureError("a fenced_out answer without an integer \"current_temporal_epoch\"");
   }
   ctx.bound_temporal_epoch = delivered.answer.current_temporal_epoch;
-  delivered = deliver(ctx, time_s, false, out, ctx.bound_temporal_epoch);
+  delivered = deliver(ctx, remote, time_s, false, out, ctx.bound_temporal_epoch);
   o["transport_outcome"] = delivered.observed["transport_outcome"];
   o["delivery"] = delivered.observed["delivery"];
 }
@@ -268,9 +270,10 @@ class RecoverStep final : public Step {
     out.recovery->decision = decision;
     for (const auto& [field, value] : eval.extra.items()) o[field] = value;
 
+    auto& remote = ctx.remote_of(node_);
     bool replay = decision != policy::Decision::ReconcileFirst;
-    if (!replay) replay = reconcile_with_remote(ctx, eval.decision_time_s, out);
-    if (replay) replay_delivery(ctx, eval.decision_time_s, out);
+    if (!replay) replay = reconcile_with_remote(ctx, remote, eval.decision_time_s, out);
+    if (replay) replay_delivery(ctx, remote, eval.decision_time_s, out);
     return out;
   }
 
@@ -305,7 +308,8 @@ class SetClockOffsetStep final : public Step {
 // --- restart_remote --------------------------------------------------------
 
 // Restarts remote-effect on the same state file (needs a harness-started
-// remote) and reads the operation's status back.
+// remote), every instance of it, and reads the operation's status back from
+// the first.
 class RestartRemoteStep final : public Step {
  public:
   explicit RestartRemoteStep(LogicalSeconds at_s) : Step(at_s) {}
@@ -318,9 +322,9 @@ class RestartRemoteStep final : public Step {
       throw InfrastructureError("restart_remote needs a remote-effect started by skewbench (no --remote-url)");
     }
     const auto boot_before = ctx.remote.health().answer.boot_id;
-    if (!ctx.ledger.boot_id.empty() && boot_before && *boot_before != ctx.ledger.boot_id) {
-      throw InfrastructureError("restart_remote: the remote had already restarted unasked (boot_id " +
-                                ctx.ledger.boot_id + " became " + *boot_before + ")");
+    if (!ctx.ledger.boot_ids.empty() && boot_before && !ctx.ledger.boot_ids.contains(*boot_before)) {
+      throw InfrastructureError("restart_remote: the remote had already restarted unasked (its boot_id is now " +
+                                *boot_before + ")");
     }
     // What the ledger holds is what the remote held before: the boot_id and
     // the request log of this operation.
@@ -328,7 +332,8 @@ class RestartRemoteStep final : public Step {
     before.post_requests = ctx.ledger.post_requests;
     before.ack_drops = ctx.ledger.ack_drops;
     before.boot_id = boot_before;
-    ctx.ledger.boot_id = ctx.remote_control->restart_remote();
+    ctx.remote_control->restart_remote();
+    ctx.ledger.boot_ids = ctx.boot_ids();
     StepOutcome out;
     const auto ex = ctx.remote.status(ctx.operation_id, ctx.reference_time(at_s()));
     out.exchanges.push_back(ex.to_json());
@@ -588,6 +593,27 @@ std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
     throw InputError(spec.child_path("node"), "unknown node \"" + node + "\" (declare it in $.nodes)");
   }
   return node;
+}
+
+infra::RemoteApi& StepContext::remote_of(const std::string& node_id) const {
+  const auto it = node_remotes.find(node_id);
+  return it == node_remotes.end() ? remote : *it->second;
+}
+
+std::vector<infra::RemoteApi*> StepContext::instances() const {
+  std::vector<infra::RemoteApi*> out = {&remote};
+  for (const auto& [node, instance] : node_remotes) {
+    if (std::find(out.begin(), out.end(), instance) == out.end()) out.push_back(instance);
+  }
+  return out;
+}
+
+std::set<std::string> StepContext::boot_ids() const {
+  std::set<std::string> out;
+  for (auto* instance : instances()) {
+    if (const auto boot_id = instance->health().answer.boot_id) out.insert(*boot_id);
+  }
+  return out;
 }
 
 infra::RemoteSnapshot StepContext::checked_snapshot(const remote_effect::StatusAnswer& answer,

@@ -59,7 +59,7 @@ class GcStep final : public Step {
 
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
-    const auto ex = ctx.remote.gc(ctx.operation_id, t);
+    const auto ex = ctx.remote_of(node_).gc(ctx.operation_id, t);
     StepOutcome out;
     out.exchanges.push_back(ex.to_json());
     const auto& gc = ex.answer;
@@ -89,7 +89,7 @@ class BindTemporalEpochStep final : public Step {
 
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
-    const auto ex = ctx.remote.status(ctx.operation_id, t);
+    const auto ex = ctx.remote_of(node_).status(ctx.operation_id, t);
     StepOutcome out;
     out.exchanges.push_back(ex.to_json());
     ctx.checked_snapshot(ex.answer, "bind_temporal_epoch: GET /status answered, but");

@@ -38,10 +38,12 @@ using time::LogicalSeconds;
 class RemoteControl {
  public:
   virtual ~RemoteControl() = default;
-  // Restarts on the same state file; returns the new boot_id.
-  virtual std::string restart_remote() = 0;
-  // Stops the process (SIGSTOP) and lets it go on (SIGCONT) after `duration`
-  // of wall time; returns at once, so the next steps meet a hung remote.
+  // Restarts every instance of the service on the same state file; a step
+  // reads the new boot_ids back from the instances themselves.
+  virtual void restart_remote() = 0;
+  // Stops every instance (SIGSTOP) and lets it go on (SIGCONT) after
+  // `duration` of wall time; returns at once, so the next steps meet a hung
+  // remote.
   virtual void pause_remote(std::chrono::milliseconds duration) = 0;
   // Makes the service run with this dedupe memory, restarting it on the
   // same state file and port when it runs another.
@@ -94,7 +96,7 @@ struct StepContext {
   LogicalSeconds ttl_s = 0;
   std::map<std::string, time::NodeClock>& nodes;
   const policy::ReplayPolicy& policy;
-  infra::RemoteApi& remote;
+  infra::RemoteApi& remote;  // the first instance of the service: steps without a node reach it
   infra::OutboxApi& outbox;
   RemoteControl* remote_control = nullptr;      // null against an external remote
   DatabaseControl* database_control = nullptr;  // null against an external database
@@ -104,6 +106,13 @@ struct StepContext {
   infra::RemoteLedger ledger;                   // what was sent, to hold every answer against
 
   OperationSettings operation;
+  // The instance each node reaches when the scenario runs one per node
+  // ($.remote.instances); a node not named here reaches `remote`.
+  std::map<std::string, infra::RemoteApi*> node_remotes;
+
+  // The reference time of the step that runs now (of the last step during the
+  // closing measurement): the time an instance on a node's clock reads at.
+  LogicalSeconds step_reference_s = 0;
 
   // State that recovery carries between steps.
   int posts_sent = 0;                                  // delivery POSTs so far (numbers minted keys)
@@ -111,6 +120,12 @@ struct StepContext {
   std::map<std::string, LogicalSeconds> watermarks_s;  // per node: the largest time it has read
 
   LogicalSeconds reference_time(LogicalSeconds at_s) const { return t0_s + at_s; }
+  // The instance of the service a node's requests reach.
+  infra::RemoteApi& remote_of(const std::string& node_id) const;
+  // Every instance the scenario reaches, each once, the first first.
+  std::vector<infra::RemoteApi*> instances() const;
+  // The boot_id of every instance that reports one, asked of each.
+  std::set<std::string> boot_ids() const;
   const time::NodeClock& clock(const std::string& node_id) const { return nodes.at(node_id); }
   // Reads a node's clock at a step's time and raises the node's watermark.
   LogicalSeconds read_clock(const std::string& node_id, LogicalSeconds at_s);

@@ -195,7 +195,8 @@ class WorkerConnections {
                                                                              .remote_control = settings_.remote_control,
                                                                              .interrupted = nullptr,
                                                                              .evaluate_expectations = false,
-                                                                             .database_control = nullptr});
+                                                                             .database_control = nullptr,
+                                                                             .instances = nullptr});
     return true;
   }
 

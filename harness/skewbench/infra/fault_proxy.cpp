@@ -1,0 +1,351 @@
+#include "infra/fault_proxy.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "infra/http_remote.hpp"
+#include "remote_effect/protocol.hpp"
+
+namespace skewbench::infra {
+namespace {
+
+constexpr std::size_t kMaxHeadBytes = 64 * 1024;
+constexpr std::size_t kMaxBodyBytes = 1024 * 1024;
+constexpr std::int64_t kMaxDelayMs = 60'000;
+
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Headers that belong to one connection, not to the request: the proxy's two
+// connections each have their own.
+bool hop_by_hop(std::string_view name) {
+  for (const std::string_view h : {"Connection", "Keep-Alive", "Content-Length", "Transfer-Encoding", "Host",
+                                   "Proxy-Connection", "TE", "Upgrade"}) {
+    if (same_name(name, h)) return true;
+  }
+  return false;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool send_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Appends what arrives within `timeout_s` to `buffer`; false on end of
+// stream, an error or the timeout.
+bool read_more(int fd, std::string& buffer, int timeout_s) {
+  pollfd p{fd, POLLIN, 0};
+  int ready = 0;
+  do {
+    ready = ::poll(&p, 1, timeout_s * 1000);
+  } while (ready < 0 && errno == EINTR);
+  if (ready <= 0) return false;
+  char chunk[16 * 1024];
+  ssize_t n = 0;
+  do {
+    n = ::recv(fd, chunk, sizeof chunk, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  buffer.append(chunk, static_cast<std::size_t>(n));
+  return true;
+}
+
+struct ClientRequest {
+  std::string method;
+  std::string target;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  bool close = false;  // Connection: close
+
+  std::optional<std::string> header(std::string_view name) const {
+    for (const auto& [n, v] : headers) {
+      if (same_name(n, name)) return v;
+    }
+    return std::nullopt;
+  }
+};
+
+// Reads one request from the connection; nullopt when it ends first, or
+// when the request cannot be framed (the proxy then closes the connection).
+std::optional<ClientRequest> read_request(int fd, std::string& buffer, int timeout_s) {
+  std::size_t head_end = 0;
+  while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos) {
+    if (buffer.size() > kMaxHeadBytes || !read_more(fd, buffer, timeout_s)) return std::nullopt;
+  }
+  const std::string_view head(buffer.data(), head_end);
+  ClientRequest request;
+  std::size_t line_end = head.find("\r\n");
+  const auto request_line = head.substr(0, line_end);
+  const auto first_space = request_line.find(' ');
+  const auto second_space = request_line.rfind(' ');
+  if (first_space == std::string_view::npos || second_space == first_space) return std::nullopt;
+  request.method = std::string(request_line.substr(0, first_space));
+  request.target = std::string(request_line.substr(first_space + 1, second_space - first_space - 1));
+  std::size_t content_length = 0;
+  while (line_end != std::string_view::npos && line_end < head.size()) {
+    const auto start = line_end + 2;
+    line_end = head.find("\r\n", start);
+    const auto line =
+        head.substr(start, line_end == std::string_view::npos ? std::string_view::npos : line_end - start);
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    const auto name = std::string(line.substr(0, colon));
+    const auto value = std::string(trim(line.substr(colon + 1)));
+    if (same_name(name, "Transfer-Encoding")) return std::nullopt;  // the driver frames by length
+    if (same_name(name, "Content-Length")) {
+      const auto parsed = remote_effect::parse_int64(value);
+      if (!parsed || *parsed < 0 || static_cast<std::uint64_t>(*parsed) > kMaxBodyBytes) return std::nullopt;
+      content_length = static_cast<std::size_t>(*parsed);
+    }
+    if (same_name(name, "Connection") && same_name(value, "close")) request.close = true;
+    request.headers.emplace_back(name, value);
+  }
+  const auto body_start = head_end + 4;
+  while (buffer.size() < body_start + content_length) {
+    if (!read_more(fd, buffer, timeout_s)) return std::nullopt;
+  }
+  request.body = buffer.substr(body_start, content_length);
+  buffer.erase(0, body_start + content_length);
+  return request;
+}
+
+std::string reason_phrase(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 409:
+      return "Conflict";
+    case 422:
+      return "Unprocessable Entity";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
+  }
+}
+
+std::string response_bytes(int status, const httplib::Headers& headers, const std::string& body, bool close) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
+  for (const auto& [name, value] : headers) {
+    if (!hop_by_hop(name)) out += name + ": " + value + "\r\n";
+  }
+  out += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  if (close) out += "Connection: close\r\n";
+  out += "\r\n";
+  out += body;
+  return out;
+}
+
+void abort_connection(int fd) {
+  linger hard{1, 0};  // close with RST instead of FIN
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+}
+
+// What becomes of the client's connection after one request.
+enum class AfterRequest { serve_next, close, reset };
+
+// The request as the service gets it: without the connection's own headers
+// and without the fault header.
+httplib::Request forwarded_request(const ClientRequest& request) {
+  httplib::Request forwarded;
+  forwarded.method = request.method;
+  forwarded.path = request.target;
+  for (const auto& [name, value] : request.headers) {
+    if (!hop_by_hop(name) && !same_name(name, kFaultHeader)) forwarded.headers.emplace(name, value);
+  }
+  forwarded.body = request.body;
+  return forwarded;
+}
+
+// One request from the client: its fault applied, forwarded, and the
+// service's answer passed on, dropped or cut off.
+AfterRequest pass_on(const ClientRequest& request, int client_fd, httplib::Client& upstream, FaultCounts& counts) {
+  const auto operation_id = request.header(remote_effect::kOperationIdHeader).value_or("");
+  std::optional<Fault> fault;
+  if (const auto text = request.header(kFaultHeader)) {
+    fault = parse_fault(*text);
+    if (!fault) {
+      counts.add(operation_id, &ProxyCounts::refused_faults);
+      const auto body = nlohmann::json{
+          {"error", "invalid_fault"},
+          {"header", std::string(kFaultHeader)},
+          {"detail",
+           "expected drop_ack, reset or delay_ms=N (0..60000), not \"" + *text +
+               "\""}}.dump();
+      send_all(client_fd, response_bytes(400, {{"Content-Type", "application/json"}}, body, true));
+      return AfterRequest::close;
+    }
+  }
+  if (fault && fault->kind == Fault::Kind::delay) {
+    counts.add(operation_id, &ProxyCounts::delayed);
+    std::this_thread::sleep_for(std::chrono::milliseconds(fault->delay_ms));
+  }
+  httplib::Response answer;
+  httplib::Error error = httplib::Error::Success;
+  counts.add(operation_id, &ProxyCounts::forwarded);
+  auto forwarded = forwarded_request(request);
+  if (!upstream.send(forwarded, answer, error)) {
+    counts.add(operation_id, &ProxyCounts::unanswered);
+    return AfterRequest::close;  // the service closed without an answer: so does the proxy
+  }
+  if (fault && fault->kind == Fault::Kind::drop_ack) {
+    counts.add(operation_id, &ProxyCounts::ack_drops);
+    return AfterRequest::close;  // the answer was read whole; the client gets none of it
+  }
+  if (fault && fault->kind == Fault::Kind::reset) {
+    counts.add(operation_id, &ProxyCounts::resets);
+    return AfterRequest::reset;
+  }
+  const bool close = request.close || same_name(answer.get_header_value("Connection"), "close");
+  if (!send_all(client_fd, response_bytes(answer.status, answer.headers, answer.body, close)) || close) {
+    return AfterRequest::close;
+  }
+  return AfterRequest::serve_next;
+}
+
+}  // namespace
+
+std::optional<Fault> parse_fault(std::string_view text) {
+  if (text == "drop_ack") return Fault{.kind = Fault::Kind::drop_ack};
+  if (text == "reset") return Fault{.kind = Fault::Kind::reset};
+  constexpr std::string_view delay = "delay_ms=";
+  if (text.substr(0, delay.size()) == delay) {
+    const auto ms = remote_effect::parse_int64(text.substr(delay.size()));
+    if (ms && *ms >= 0 && *ms <= kMaxDelayMs) return Fault{.kind = Fault::Kind::delay, .delay_ms = *ms};
+  }
+  return std::nullopt;
+}
+
+void FaultCounts::add(const std::string& operation_id, std::int64_t ProxyCounts::*field) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++(totals_.*field);
+  if (!operation_id.empty()) ++(per_operation_[operation_id].*field);
+}
+
+ProxyCounts FaultCounts::of(const std::string& operation_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = per_operation_.find(operation_id);
+  return it == per_operation_.end() ? ProxyCounts{} : it->second;
+}
+
+ProxyCounts FaultCounts::totals() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return totals_;
+}
+
+FaultProxy::FaultProxy(const std::string& upstream_url, int timeout_s, std::shared_ptr<FaultCounts> counts)
+    : upstream_url_(upstream_url),
+      timeout_s_(std::max(1, timeout_s)),
+      counts_(counts ? std::move(counts) : std::make_shared<FaultCounts>()) {
+  parse_http_url(upstream_url_);  // throws std::invalid_argument on a bad URL
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) throw InfrastructureError(std::string("fault proxy: socket: ") + std::strerror(errno));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listen_fd_, SOMAXCONN) != 0 ||
+      ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+      ::pipe2(stop_pipe_, O_CLOEXEC) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(listen_fd_);
+    throw InfrastructureError("fault proxy: cannot listen on 127.0.0.1: " + why);
+  }
+  port_ = ntohs(address.sin_port);
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+FaultProxy::~FaultProxy() {
+  const char stop = 1;
+  [[maybe_unused]] const auto written = ::write(stop_pipe_[1], &stop, 1);
+  acceptor_.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
+  }
+  for (auto& worker : workers_) worker.join();
+  ::close(listen_fd_);
+  ::close(stop_pipe_[0]);
+  ::close(stop_pipe_[1]);
+}
+
+std::string FaultProxy::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+void FaultProxy::accept_loop() {
+  while (true) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    int yes = 1;
+    ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_fds_.push_back(client);
+    workers_.emplace_back([this, client] { serve(client); });
+  }
+}
+
+void FaultProxy::serve(int client_fd) {
+  const auto endpoint = parse_http_url(upstream_url_);
+  httplib::Client upstream(endpoint.host, endpoint.port);
+  upstream.set_tcp_nodelay(true);
+  upstream.set_keep_alive(true);
+  upstream.set_connection_timeout(timeout_s_, 0);
+  upstream.set_read_timeout(timeout_s_, 0);
+  upstream.set_write_timeout(timeout_s_, 0);
+
+  std::string buffer;
+  auto next = AfterRequest::serve_next;
+  while (next == AfterRequest::serve_next) {
+    const auto request = read_request(client_fd, buffer, timeout_s_);
+    if (!request) break;
+    next = pass_on(*request, client_fd, upstream, *counts_);
+  }
+  if (next == AfterRequest::reset) abort_connection(client_fd);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase(open_fds_, client_fd);
+  }
+  ::close(client_fd);
+}
+
+}  // namespace skewbench::infra

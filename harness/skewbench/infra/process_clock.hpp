@@ -1,0 +1,65 @@
+#pragma once
+
+// A process's own wall clock, driven by skewbench. A service started under
+// libfaketime (LD_PRELOAD) with FAKETIME_TIMESTAMP_FILE, FAKETIME_NO_CACHE=1
+// and FAKETIME_FMT=%s reads, at every clock read, the Unix second written in
+// its timestamp file: a stopped clock at exactly that second. Setting the
+// clock is a rename of a new file over the old one, so a reader sees the old
+// time or the new one, never a torn line; time passes only when skewbench
+// writes it, never by sleeping. CLOCK_MONOTONIC is left alone
+// (FAKETIME_DONT_FAKE_MONOTONIC=1): timers and timeouts keep working, and a
+// step back of the wall clock is not a step back of monotonic time.
+// docs/real-clocks.md says what libfaketime intercepts and what it does not.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace skewbench::infra {
+
+// The range of seconds a process clock can be set to: the Unix epoch up to
+// the end of the year 9999. libfaketime reads a leading '-' as an offset from
+// the real clock, so no time before the epoch can be written.
+inline constexpr std::int64_t kMinProcessClockS = 0;
+inline constexpr std::int64_t kMaxProcessClockS = 253'402'300'799;
+
+// Where libfaketime.so.1 is: `given` (--libfaketime), $SKEWBENCH_LIBFAKETIME,
+// then the library folders Debian and other distributions install it in.
+// Throws InfrastructureError naming what was tried.
+std::filesystem::path find_libfaketime(const std::optional<std::string>& given);
+
+// The folders find_libfaketime() looks in, in order, after the two above.
+std::vector<std::filesystem::path> libfaketime_search_dirs();
+
+class ProcessClock {
+ public:
+  // Writes `initial_s` to `timestamp_file` (creating it). Throws InfrastructureError.
+  ProcessClock(std::filesystem::path timestamp_file, std::filesystem::path libfaketime, std::int64_t initial_s = 0);
+
+  // Sets the process's wall clock to `unix_s`. Throws InfrastructureError
+  // when `unix_s` is outside [kMinProcessClockS, kMaxProcessClockS] or the file
+  // cannot be written.
+  void set(std::int64_t unix_s);
+  // The second last written.
+  std::int64_t now_s() const { return now_s_; }
+
+  const std::filesystem::path& timestamp_file() const { return timestamp_file_; }
+  const std::filesystem::path& library() const { return library_; }
+
+  // The environment a process reads this clock with. An LD_PRELOAD already in
+  // skewbench's environment is kept after libfaketime.
+  std::map<std::string, std::string> environment() const;
+
+ private:
+  std::filesystem::path timestamp_file_;
+  std::filesystem::path library_;
+  std::int64_t now_s_ = 0;
+};
+
+// Why a time cannot be a process clock's, or nothing.
+std::optional<std::string> process_clock_range_problem(std::int64_t unix_s);
+
+}  // namespace skewbench::infra
