@@ -23,6 +23,10 @@
 //      started with it);
 //   5. the peak RSS of `skewbench sweep` for growing cell counts (it streams,
 //      so the figure should stay flat).
+//   6. the whole series, `skewbench run scenarios/` starting its own services,
+//      in each clock mode (logical: the time in a header; real: each service's
+//      wall clock under libfaketime, and ack loss by the fault proxy), runs of
+//      the two interleaved: what driving real clocks costs in wall time.
 // Real time is read here only to measure; no decision depends on it.
 
 #include <algorithm>
@@ -657,6 +661,34 @@ void bench_process(const std::string& skewbench_bin, const std::string& scenario
               stats.pg_outbox.median() - stats.pg_connect.median());
 }
 
+// The series as a user runs it, services started by skewbench, in each clock
+// mode; runs of the two modes interleave, so a slower moment of the machine
+// falls on both.
+void bench_clock_modes(const std::string& skewbench_bin, const std::string& scenario_dir, int runs) {
+  const std::array<const char*, 2> modes = {"logical", "real"};
+  std::array<Stats, 2> wall;
+  for (int i = 0; i < runs; ++i) {
+    for (std::size_t m = 0; m < modes.size(); ++m) {
+      TempDir dir("skewbench-bench-clock");
+      const auto t = Clock::now();
+      const int code = run_quietly(
+          {skewbench_bin, "run", scenario_dir, "-q", "--clock-mode", modes[m], "--out", (dir.path() / "out").string()});
+      wall[m].samples_us.push_back(micros(Clock::now() - t));
+      if (code != 0) {
+        std::fprintf(stderr, "skewbench run --clock-mode %s exited %d\n", modes[m], code);
+        std::exit(3);
+      }
+    }
+  }
+  std::printf("\nskewbench run scenarios/ (every scenario, services started by it), %d runs per clock mode\n", runs);
+  std::printf("  %-14s %12s %12s %12s\n", "clock mode", "median_ms", "min_ms", "max_ms");
+  for (std::size_t m = 0; m < modes.size(); ++m) {
+    const auto [lo, hi] = std::minmax_element(wall[m].samples_us.begin(), wall[m].samples_us.end());
+    std::printf("  %-14s %12.0f %12.0f %12.0f\n", modes[m], wall[m].median() / 1000, *lo / 1000, *hi / 1000);
+  }
+  std::printf("  real / logical (medians): %.2f\n", wall[1].median() / wall[0].median());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -674,6 +706,10 @@ int main(int argc, char** argv) {
   app.add_option("--rss-cells", rss_cells, "cell counts for the RSS sweep (e.g. 1000 10000 100000)");
   app.add_option("--process-runs", process_runs, "whole-process runs of skewbench run")->check(CLI::PositiveNumber);
   app.add_flag("--skip-sweep", skip_sweep, "skip the sweep throughput and RSS parts");
+  int clock_mode_runs = 3;
+  app.add_option("--clock-mode-runs", clock_mode_runs,
+                 "runs of the whole series in each clock mode, services started by skewbench (0: skip)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--database-url", database_url, "PostgreSQL URL (default: a throwaway cluster)");
   app.add_option("--remote-url", remote_url, "remote-effect URL (default: start one)");
   app.add_option("--skewbench-bin", skewbench_bin, "skewbench executable for the RSS part");
@@ -695,6 +731,7 @@ int main(int argc, char** argv) {
     const std::string scenario_dir = std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios";
     bench_process(skewbench_bin, scenario_dir, stack, process_runs);
     bench_scenarios(scenario_dir, stack, remote, outbox, repeats, floor);
+    if (clock_mode_runs > 0) bench_clock_modes(skewbench_bin, scenario_dir, clock_mode_runs);
     if (!skip_sweep) {
       bench_sweep(std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/018-offset-by-epsilon.json", database_url,
                   remote_url, stack);
