@@ -35,6 +35,14 @@ inline std::string join(const std::vector<std::string>& parts, const std::string
   return out;
 }
 
+// `s` without the spaces, tabs and carriage returns at either end.
+inline std::string_view trim(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
 // "1 job", "2 jobs": `word` with an "s" unless there is exactly one.
 inline std::string plural(std::uint64_t count, const std::string& word) {
   return std::to_string(count) + " " + word + (count == 1 ? "" : "s");

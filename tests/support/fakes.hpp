@@ -163,11 +163,13 @@ class FakeControl final : public steps::RemoteControl, public steps::DatabaseCon
  public:
   explicit FakeControl(FakeRemote& remote) : remote_(remote) {}
   void restart_remote() override { remote_.restart(); }
+  void restart_store() override { ++store_restarts; }
   void pause_remote(std::chrono::milliseconds) override { ++pauses; }
   void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.set_mode(mode); }
   void restart_database(bool) override { ++database_restarts; }
   int pauses = 0;
   int database_restarts = 0;
+  int store_restarts = 0;
 
  private:
   FakeRemote& remote_;

@@ -5,7 +5,7 @@
 // observed by some scenario. Some fields appear only in some scenarios (with
 // an "operation", a monotonic watermark, a refused fence:
 // docs/scenario-format.md), so each shipped scenario runs against the fakes,
-// plus one scenario for the fault kinds no shipped file uses.
+// plus one scenario for the fault kinds no shipped file of scenarios/ uses.
 
 #include <filesystem>
 #include <map>
@@ -44,6 +44,7 @@ scenario::Scenario fault_kinds_scenario() {
                      {{{"kind", "commit_operation"}, {"node", "w"}, {"at_s", 0}},
                       {{"kind", "pause_remote"}, {"at_s", 0}, {"duration_ms", 1}},
                       {{"kind", "restart_database"}, {"at_s", 0}},
+                      {{"kind", "restart_store"}, {"at_s", 0}},
                       {{"kind", "post_effect"}, {"node", "w"}, {"at_s", 1}},
                       {{"kind", "observe"}, {"node", "w"}, {"at_s", 2}}}},
                     {"expect", json::object()}};

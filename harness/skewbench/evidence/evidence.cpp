@@ -86,9 +86,11 @@ RunEnvironment describe_environment(const std::string& run_id, const runner::Ser
                        {"embedded", services.embedded_remote},
                        {"command", services.remote_command ? json(*services.remote_command) : json(nullptr)}};
   for (const char* field :
-       {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync", "default_ttl_seconds"}) {
+       {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync", "default_ttl_seconds", "library"}) {
     env.remote_effect[field] = health.value(field, json(nullptr));
   }
+  env.remote_effect["target"] = services.target;
+  env.remote_effect["store"] = services.store;
   env.clock = services.clock.empty() ? json(nullptr) : services.clock;
   env.warnings = standard_warnings(database.server.major());
   return env;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "common/text.hpp"
 #include "infra/http_remote.hpp"
 #include "remote_effect/protocol.hpp"
 
@@ -40,12 +41,6 @@ bool hop_by_hop(std::string_view name) {
     if (same_name(name, h)) return true;
   }
   return false;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
 }
 
 bool send_all(int fd, std::string_view bytes) {
@@ -117,7 +112,7 @@ std::optional<ClientRequest> read_request(int fd, std::string& buffer, int timeo
     const auto colon = line.find(':');
     if (colon == std::string_view::npos) return std::nullopt;
     const auto name = std::string(line.substr(0, colon));
-    const auto value = std::string(trim(line.substr(colon + 1)));
+    const auto value = std::string(text::trim(line.substr(colon + 1)));
     if (same_name(name, "Transfer-Encoding")) return std::nullopt;  // the driver frames by length
     if (same_name(name, "Content-Length")) {
       const auto parsed = remote_effect::parse_int64(value);

@@ -51,8 +51,28 @@ std::optional<std::string> process_clock_range_problem(std::int64_t unix_s) {
          std::to_string(kMaxProcessClockS) + " s (1970-01-01 to 9999-12-31 UTC), not " + std::to_string(unix_s);
 }
 
-ProcessClock::ProcessClock(fs::path timestamp_file, fs::path libfaketime, std::int64_t initial_s)
-    : timestamp_file_(std::move(timestamp_file)), library_(std::move(libfaketime)) {
+fs::path find_wallclock_library() {
+  constexpr const char* kWallclock = "libskewbench-wallclock.so";
+  if (const char* env = std::getenv("SKEWBENCH_WALLCLOCK_LIB"); env && *env) {
+    if (readable(env)) return fs::absolute(env);
+    throw InfrastructureError(std::string("SKEWBENCH_WALLCLOCK_LIB=") + env + " is not a readable file");
+  }
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  std::string tried;
+  if (!ec) {
+    for (const auto& candidate :
+         {self.parent_path() / kWallclock, self.parent_path() / ".." / "lib" / "skewbench" / kWallclock}) {
+      if (readable(candidate)) return candidate.lexically_normal();
+      tried += (tried.empty() ? "" : ", ") + candidate.lexically_normal().string();
+    }
+  }
+  throw InfrastructureError(std::string("cannot find ") + kWallclock + " (tried " + tried +
+                            "); it is built with skewbench, or name it with SKEWBENCH_WALLCLOCK_LIB");
+}
+
+ProcessClock::ProcessClock(fs::path timestamp_file, fs::path library, std::int64_t initial_s, ClockLibrary kind)
+    : timestamp_file_(std::move(timestamp_file)), library_(std::move(library)), kind_(kind) {
   set(initial_s);
 }
 
@@ -73,6 +93,9 @@ void ProcessClock::set(std::int64_t unix_s) {
 std::map<std::string, std::string> ProcessClock::environment() const {
   std::string preload = library_.string();
   if (const char* existing = std::getenv("LD_PRELOAD"); existing && *existing) preload += std::string(" ") + existing;
+  if (kind_ == ClockLibrary::skewbench) {
+    return {{"LD_PRELOAD", preload}, {"SKEWBENCH_WALL_CLOCK_FILE", timestamp_file_.string()}, {"TZ", "UTC"}};
+  }
   return {{"LD_PRELOAD", preload},
           {"FAKETIME_TIMESTAMP_FILE", timestamp_file_.string()},
           {"FAKETIME_NO_CACHE", "1"},

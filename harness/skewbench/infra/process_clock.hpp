@@ -18,7 +18,23 @@
 #include <string>
 #include <vector>
 
+#include "common/vocabulary.hpp"
+
 namespace skewbench::infra {
+
+// The library that makes a process read the clock file (docs/real-clocks.md).
+//  - libfaketime: the default, for any dynamically linked program;
+//  - skewbench: libskewbench-wallclock (harness/wallclock), for a program
+//    libfaketime 0.9.10 cannot start, one whose allocator reads a clock as it
+//    initialises (jemalloc: Redis, Valkey). It fakes the wall clock only.
+enum class ClockLibrary { libfaketime, skewbench };
+inline constexpr auto kClockLibraries =
+    vocabulary<ClockLibrary>({{ClockLibrary::libfaketime, "libfaketime"}, {ClockLibrary::skewbench, "skewbench"}});
+
+// Where libskewbench-wallclock.so is: $SKEWBENCH_WALLCLOCK_LIB, next to the
+// running executable, then ../lib/skewbench beside it. Throws
+// InfrastructureError naming what was tried.
+std::filesystem::path find_wallclock_library();
 
 // The range of seconds a process clock can be set to: the Unix epoch up to
 // the end of the year 9999. libfaketime reads a leading '-' as an offset from
@@ -36,8 +52,11 @@ std::vector<std::filesystem::path> libfaketime_search_dirs();
 
 class ProcessClock {
  public:
-  // Writes `initial_s` to `timestamp_file` (creating it). Throws InfrastructureError.
-  ProcessClock(std::filesystem::path timestamp_file, std::filesystem::path libfaketime, std::int64_t initial_s = 0);
+  // Writes `initial_s` to `timestamp_file` (creating it); the process is to
+  // read it through `library` (libfaketime.so.1 or libskewbench-wallclock.so,
+  // as `kind` says). Throws InfrastructureError.
+  ProcessClock(std::filesystem::path timestamp_file, std::filesystem::path library, std::int64_t initial_s = 0,
+               ClockLibrary kind = ClockLibrary::libfaketime);
 
   // Sets the process's wall clock to `unix_s`. Throws InfrastructureError
   // when `unix_s` is outside [kMinProcessClockS, kMaxProcessClockS] or the file
@@ -48,14 +67,16 @@ class ProcessClock {
 
   const std::filesystem::path& timestamp_file() const { return timestamp_file_; }
   const std::filesystem::path& library() const { return library_; }
+  ClockLibrary kind() const { return kind_; }
 
   // The environment a process reads this clock with. An LD_PRELOAD already in
-  // skewbench's environment is kept after libfaketime.
+  // skewbench's environment is kept after the clock's library.
   std::map<std::string, std::string> environment() const;
 
  private:
   std::filesystem::path timestamp_file_;
   std::filesystem::path library_;
+  ClockLibrary kind_ = ClockLibrary::libfaketime;
   std::int64_t now_s_ = 0;
 };
 

@@ -64,6 +64,18 @@ ScenarioInstances::ScenarioInstances(const scenario::Scenario& s, steps::StepCon
     if (count > 1) context.node_remotes[s.nodes[i].node_id] = instance.remote;
     instances_.push_back(std::move(instance));
   }
+  if (auto* store_clock = more ? more->store_clock() : nullptr) {
+    Instance store;
+    store.clock = store_clock;
+    store.name = more->store_name();
+    store.follows = "store";
+    if (const auto& node_id = s.service.store_node) {
+      store.reading_s = [&context, node = *node_id] { return context.clock(node).read(context.step_reference_s); };
+    } else {
+      store.reading_s = [&context] { return context.step_reference_s; };
+    }
+    instances_.push_back(std::move(store));
+  }
 }
 
 void ScenarioInstances::drive_clocks() {
@@ -77,7 +89,8 @@ nlohmann::json ScenarioInstances::process_clocks() {
   for (auto& instance : instances_) {
     if (!instance.clock) continue;
     const auto set_s = instance.clock->now_s();
-    const auto read_s = instance.remote->health().answer.wall_clock_s;
+    std::optional<std::int64_t> read_s;
+    if (instance.remote) read_s = instance.remote->health().answer.wall_clock_s;
     out.push_back({{"instance", instance.name},
                    {"follows", instance.follows},
                    {"set_s", set_s},

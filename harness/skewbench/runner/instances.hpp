@@ -10,6 +10,8 @@
 //    the time its policy decided at), as the published wire does;
 //  - node: its node's clock, reference time + the node's offset now;
 //  - authority: the policy's declared authority, reference time + its offset.
+// The service's store, when it runs as a process of its own (a target's
+// Redis), reads the clock of $.remote.store_node, else the reference time.
 // In --clock-mode real that time is the instance's own wall clock, set under
 // libfaketime: a node or authority clock is written before and after every
 // step (so a clock step takes effect at once, and the passage of scenario time
@@ -48,6 +50,10 @@ class ServiceInstances {
   virtual infra::ProcessClock* process_clock(std::size_t index) = 0;
   // Its name in the evidence ("remote-effect", "remote-effect@2", ...).
   virtual std::string instance_name(std::size_t index) const = 0;
+  // The wall clock of the service's store process in real-clock mode (a
+  // target's Redis), and the store's name; null when there is none.
+  virtual infra::ProcessClock* store_clock() = 0;
+  virtual std::string store_name() const = 0;
 };
 
 // One instance as a scenario's steps reach it. With a clock of its own (a
@@ -97,6 +103,7 @@ class ScenarioInstances {
   nlohmann::json process_clocks();
 
  private:
+  // An instance of the service, or its store (no remote: asked nothing).
   struct Instance {
     infra::RemoteApi* remote = nullptr;  // as the steps reach it (through client when set)
     std::unique_ptr<InstanceClient> client;

@@ -55,7 +55,15 @@ Session::Session(const SessionOptions& options) : options_(options), stack_(std:
       .remote_url = stack_->remote_url(),
       .embedded_remote = stack_->embedded_remote(),
       .remote_command = options.services.remote_command,
-      .clock = std::move(clock_json)};
+      .clock = std::move(clock_json),
+      .target = options.services.target,
+      .store = nullptr};
+  if (const auto* store = stack_->store()) {
+    description_.store = {{"name", store->name()},
+                          {"port", store->port()},
+                          {"command", store->expand(options.services.store->command, true)},
+                          {"wall_clock", options.services.store->wall_clock}};
+  }
 }
 
 Session::~Session() = default;
@@ -210,6 +218,12 @@ std::optional<std::string> instances_problem(const StackOptions& services,
 
 std::optional<std::string> control_step_problem(const StackOptions& services,
                                                 const std::vector<scenario::Scenario>& scenarios) {
+  for (const auto& s : scenarios) {
+    if (!services.store && !s.kinds_that(&steps::StepNeeds::store_control).empty()) {
+      return s.source + ": restart_store needs a service whose store runs as a process of its own, which " +
+             "skewbench starts (a target's, --target); this service has none";
+    }
+  }
   for (const auto& s : scenarios) {
     if (services.remote_url && s.needs_remote_control()) {
       const auto kinds = s.kinds_that(&steps::StepNeeds::remote_control);

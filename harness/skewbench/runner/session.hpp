@@ -37,6 +37,10 @@ struct ServicesDescription {
   // How the service reads time and loses answers: mode, ack_loss, and in
   // real-clock mode the libfaketime library and the clock file.
   nlohmann::json clock = nlohmann::json::object();
+  // The target the service comes from, and its store process (name, port,
+  // command); null when there is none.
+  nlohmann::json target = nullptr;
+  nlohmann::json store = nullptr;
 };
 
 struct SessionOptions {
@@ -66,6 +70,8 @@ class Session final : public ServiceInstances {
   infra::RemoteApi& instance(std::size_t index) override;
   infra::ProcessClock* process_clock(std::size_t index) override;
   std::string instance_name(std::size_t index) const override;
+  infra::ProcessClock* store_clock() override { return stack_->store_clock(); }
+  std::string store_name() const override { return stack_->store() ? stack_->store()->name() : std::string(); }
 
   // Every instance reached so far, as the evidence's environment.clock lists
   // them: name, the service's URL, the URL the driver sent to (its fault

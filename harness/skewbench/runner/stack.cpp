@@ -113,6 +113,7 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
     external_proxy_ = fault_proxy_for(remote_url_);
     return;
   }
+  if (options.store) start_store(*options.store);
   const auto binary = options.remote_command ? std::string() : find_remote_effect_binary(options.remote_effect_binary);
   const unsigned instances = std::max(1u, options.remote_instances);
   if (options.remote_port && instances > 1) {
@@ -129,15 +130,20 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
   }
   for (unsigned i = 0; i < instances; ++i) {
     // The first keeps the names it always had; the others are numbered.
-    const auto name = i == 0 ? std::string("remote-effect") : "remote-effect-" + std::to_string(i + 1);
+    // A target's instances are named after it.
+    const auto base = options.target.is_object() ? options.target.value("name", "service") : "remote-effect";
+    const auto name = i == 0 ? base : base + "-" + std::to_string(i + 1);
     auto launch = std::make_unique<remote_effect::LaunchOptions>();
     launch->binary = binary;
     launch->state_db = work_dir_->path() / (name + ".sqlite3");
     launch->sync = options.remote_sync.value_or(
         options.durability_or_durable() == Durability::durable ? std::string("full") : std::string("normal"));
     if (options.remote_command) {
-      launch->command = options.remote_command;
+      launch->command = store_ ? store_->expand(*options.remote_command, true) : *options.remote_command;
       launch->port = options.remote_port.value_or(0);  // 0: a free one, kept across restarts
+      for (const auto& [variable, value] : options.remote_env) {
+        launch->env[variable] = store_ ? store_->expand(value, false) : value;
+      }
     }
     remotes_.push_back(start_instance(name, std::move(launch)));
   }
@@ -149,15 +155,31 @@ Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_ef
   started.name = std::move(name);
   launch->stderr_path = (work_dir_->path() / (started.name + ".log")).string();
   if (options_.clock_mode == ClockMode::real) {
-    started.clock = std::make_unique<infra::ProcessClock>(work_dir_->path() / (started.name + ".faketime"),
+    started.clock = std::make_unique<infra::ProcessClock>(work_dir_->path() / (started.name + ".clock"),
                                                           infra::find_libfaketime(options_.libfaketime));
     launch->clock = remote_effect::ClockSource::system;
-    launch->env = started.clock->environment();
+    for (const auto& [variable, value] : started.clock->environment()) launch->env[variable] = value;
   }
   started.process = start_remote(*launch);
   started.launch = std::move(launch);
   started.fault_proxy = fault_proxy_for(started.process->base_url());
   return started;
+}
+
+void Stack::start_store(const infra::StoreOptions& store) {
+  std::map<std::string, std::string> clock_env;
+  if (options_.clock_mode == ClockMode::real) {
+    const auto library = infra::kClockLibraries.parse(store.wall_clock).value_or(infra::ClockLibrary::libfaketime);
+    store_clock_ = std::make_unique<infra::ProcessClock>(work_dir_->path() / (store.name + ".clock"),
+                                                         library == infra::ClockLibrary::skewbench
+                                                             ? infra::find_wallclock_library()
+                                                             : infra::find_libfaketime(options_.libfaketime),
+                                                         0, library);
+    clock_env = store_clock_->environment();
+  }
+  if (!options_.quiet) std::cerr << "skewbench: starting the service's store, " << store.name << "\n";
+  store_ = std::make_unique<infra::StoreProcess>(store, work_dir_->path() / (store.name + "-data"),
+                                                 work_dir_->path() / (store.name + ".log"), std::move(clock_env));
 }
 
 std::unique_ptr<infra::FaultProxy> Stack::fault_proxy_for(const std::string& service_url) const {
@@ -288,6 +310,11 @@ void Stack::restart_remote() {
                                 "): " + e.what());
     }
   }
+}
+
+void Stack::restart_store() {
+  if (!store_) throw InfrastructureError("the service has no store process of its own to restart");
+  store_->restart();
 }
 
 void Stack::use_dedupe_mode(remote_effect::DedupeMode mode) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,8 @@
 
 #include "common/files.hpp"
 #include "common/vocabulary.hpp"
+#include "infra/ports.hpp"
+#include "infra/store_process.hpp"
 #include "steps/step.hpp"
 
 namespace skewbench::infra {
@@ -87,11 +90,22 @@ struct StackOptions {
   bool database_restarts = false;
   // --clock-mode: real needs a remote skewbench starts, one per job.
   ClockMode clock_mode = ClockMode::logical;
+  bool clock_mode_given = false;  // --clock-mode was on the command line (a target refuses logical)
   // --libfaketime: the library a real-clock service is started with; else
   // found as infra::find_libfaketime() says.
   std::optional<std::string> libfaketime = std::nullopt;
   // --ack-loss; else header in logical mode, proxy in real mode.
   std::optional<infra::AckLoss> ack_loss = std::nullopt;
+  // The service's backing store as a process of its own (a target's Redis),
+  // started before the service and restartable by a step; none for
+  // remote-effect, whose store is its own SQLite file.
+  std::optional<infra::StoreOptions> store = std::nullopt;
+  // Added to the environment of each instance of remote_command (a target's
+  // service); values may hold {store_port} and {store_dir}, as the command may.
+  std::map<std::string, std::string> remote_env = {};
+  // The target the service comes from (targets/<name>/target.json), as the
+  // evidence records it; null for remote-effect or --remote-command.
+  nlohmann::json target = nullptr;
 
   Durability durability_or_durable() const { return durability.value_or(Durability::durable); }
   infra::AckLoss ack_loss_or_default() const {
@@ -154,7 +168,13 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
 
   // Restarts and pauses act on every instance of the first remote; a dedupe
   // mode switch on every remote.
+  // The store process, when the service has one (StackOptions::store), and the
+  // wall clock it reads in real-clock mode; else null.
+  infra::StoreProcess* store() { return store_.get(); }
+  infra::ProcessClock* store_clock() { return store_clock_.get(); }
+
   void restart_remote() override;
+  void restart_store() override;
   void use_dedupe_mode(remote_effect::DedupeMode mode) override;
   void pause_remote(std::chrono::milliseconds duration) override;
   void restart_database(bool immediate) override;
@@ -170,6 +190,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
     std::unique_ptr<infra::FaultProxy> fault_proxy;  // declared after process: stops before it
   };
   Started start_instance(std::string name, std::unique_ptr<remote_effect::LaunchOptions> launch) const;
+  void start_store(const infra::StoreOptions& store);
   std::unique_ptr<infra::FaultProxy> fault_proxy_for(const std::string& service_url) const;
   static InstanceEndpoint endpoint_of(const Started& started);
   // The first remote's instances: remotes_.front() and extra_instances_.
@@ -181,6 +202,9 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   std::shared_ptr<infra::FaultCounts> fault_counts_;
   std::unique_ptr<TempDir> work_dir_;
   std::unique_ptr<infra::PostgresCluster> cluster_;
+  // Declared before the instances: they stop first.
+  std::unique_ptr<infra::ProcessClock> store_clock_;
+  std::unique_ptr<infra::StoreProcess> store_;
   // The started remotes, one per sweep job; the first is the one a run and
   // every control step use. Empty against an external remote.
   std::vector<Started> remotes_;

@@ -161,6 +161,12 @@ void read_remote(ObjectReader& root, Scenario& s) {
   s.dedupe_mode = optional_word(reader, "dedupe", remote_effect::kDedupeModes);
   s.service.instances = optional_word(reader, "instances", kInstanceLayouts).value_or(InstanceLayout::one);
   s.service.clock = optional_word(reader, "clock", kServiceClocks).value_or(ServiceClock::request);
+  s.service.store_node = reader.optional_string("store_node");
+  if (s.service.store_node && std::none_of(s.nodes.begin(), s.nodes.end(), [&](const time::NodeClock& n) {
+        return n.node_id == *s.service.store_node;
+      })) {
+    throw InputError("$.remote.store_node", "unknown node \"" + *s.service.store_node + "\" (declare it in $.nodes)");
+  }
   if (s.service.clock == ServiceClock::node && s.service.instances != InstanceLayout::per_node) {
     throw InputError("$.remote.clock",
                      "\"node\" needs \"instances\": \"per_node\" (one instance shared by every node has no node "

@@ -73,6 +73,11 @@ inline constexpr auto kServiceClocks = vocabulary<ServiceClock>(
 struct ServiceLayout {
   InstanceLayout instances = InstanceLayout::one;
   ServiceClock clock = ServiceClock::request;
+  // $.remote.store_node: the clock of the service's backing store, when it
+  // runs as a process of its own (a target's Redis), is this node's clock
+  // (its offset, moved by set_clock_offset); empty: the reference time. A
+  // service without a store process has no such clock.
+  std::optional<std::string> store_node;
 };
 
 struct ScenarioStep {

@@ -353,6 +353,33 @@ class RestartRemoteStep final : public Step {
   }
 };
 
+// --- restart_store ---------------------------------------------------------
+
+// Kills the service's backing store (a target's Redis or DynamoDB stand-in),
+// a crash that loses what it had not written, starts it again, and reads the
+// operation's status back: the service's effects live elsewhere and must not
+// change.
+class RestartStoreStep final : public Step {
+ public:
+  explicit RestartStoreStep(LogicalSeconds at_s) : Step(at_s) {}
+  std::string_view kind() const override { return "restart_store"; }
+  StepRole role() const override { return StepRole::Fault; }
+  StepNeeds needs() const override { return {.remote_control = true, .store_control = true}; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    if (ctx.remote_control == nullptr) {
+      throw InfrastructureError("restart_store needs a service skewbench started, with a store of its own");
+    }
+    ctx.remote_control->restart_store();
+    StepOutcome out;
+    const auto ex = ctx.remote.status(ctx.operation_id, ctx.reference_time(at_s()));
+    out.exchanges.push_back(ex.to_json());
+    const auto snapshot = ctx.checked_snapshot(ex.answer, "restart_store: GET /status answered, but");
+    out.observed = {{"effect_count", snapshot.effect_count}, {"status", status_json(snapshot.status)}};
+    return out;
+  }
+};
+
 // --- pause_remote ----------------------------------------------------------
 
 // Hangs remote-effect (SIGSTOP) for a stretch of wall time; the steps after it
@@ -537,6 +564,18 @@ StepKind restart_remote_kind() {
           /*takes_node=*/false};
 }
 
+StepKind restart_store_kind() {
+  return {"restart_store",
+          "kill the service's backing store (a target's Redis or DynamoDB stand-in) and start it again on the same "
+          "data; only a store skewbench started",
+          StepRole::Fault,
+          {{"effect_count", integer()}, {"status", string_of(kRemoteStatuses)}},
+          [](ObjectReader&, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
+            return std::make_unique<RestartStoreStep>(at_s);
+          },
+          /*takes_node=*/false};
+}
+
 StepKind pause_remote_kind() {
   return {"pause_remote",
           "hang remote-effect (SIGSTOP) for duration_ms of wall time, then let it go on (SIGCONT); only when "
@@ -579,6 +618,7 @@ StepRegistry make_builtin_registry() {
   r.add(recover_kind());
   r.add(set_clock_offset_kind());
   r.add(restart_remote_kind());
+  r.add(restart_store_kind());
   r.add(pause_remote_kind());
   r.add(restart_database_kind());
   add_series_steps(r);

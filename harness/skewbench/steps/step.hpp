@@ -48,6 +48,9 @@ class RemoteControl {
   // Makes the service run with this dedupe memory, restarting it on the
   // same state file and port when it runs another.
   virtual void use_dedupe_mode(remote_effect::DedupeMode mode) = 0;
+  // Kills the service's backing store, when it runs as a process of its own
+  // (a target's Redis), and starts it again on the same port and data.
+  virtual void restart_store() = 0;
 };
 
 // Lets a step restart PostgreSQL; present only when the harness started the
@@ -158,6 +161,7 @@ enum class StepRole {
 struct StepNeeds {
   bool remote_control = false;    // restarts or hangs the remote: only a remote skewbench started
   bool database_control = false;  // restarts PostgreSQL: only a cluster skewbench started
+  bool store_control = false;     // restarts the service's store: only a store process skewbench started
   // Its outcome depends on state the remote keeps for every operation at once
   // (the temporal epoch, which a gc of any operation advances), not only on
   // its own operation's: two cells that run at once on one remote can then
@@ -257,8 +261,8 @@ class StepRegistry : public Registry<StepKind> {
 std::vector<std::string> kinds_playing(const StepRegistry& registry, StepRole role);
 
 // commit_operation, post_effect, observe, recover, set_clock_offset,
-// restart_remote, pause_remote, restart_database, and the series kinds (gc,
-// bind_temporal_epoch).
+// restart_remote, restart_store, pause_remote, restart_database, and the
+// series kinds (gc, bind_temporal_epoch).
 const StepRegistry& builtin_steps();
 
 // Registers the step kinds the #015-#019 series adds (steps/series_steps.cpp).

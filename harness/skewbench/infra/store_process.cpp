@@ -1,0 +1,116 @@
+#include "infra/store_process.hpp"
+
+#include <cerrno>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/errors.hpp"
+#include "common/files.hpp"
+#include "common/loopback_port.hpp"
+
+namespace skewbench::infra {
+namespace {
+
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void replace_all(std::string& text, std::string_view from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+bool accepts_connection(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return connected;
+}
+
+// The last part of a log, for a message.
+std::string log_tail(const std::filesystem::path& path) {
+  try {
+    const auto text = read_file(path);
+    return text.size() > 2000 ? "..." + text.substr(text.size() - 2000) : text;
+  } catch (const std::exception&) {
+    return "(no log)";
+  }
+}
+
+}  // namespace
+
+StoreProcess::StoreProcess(StoreOptions options, std::filesystem::path data_dir, std::filesystem::path log_path,
+                           std::map<std::string, std::string> clock_env)
+    : options_(std::move(options)),
+      data_dir_(std::move(data_dir)),
+      log_path_(std::move(log_path)),
+      clock_env_(std::move(clock_env)) {
+  std::filesystem::create_directories(data_dir_);
+  try {
+    port_ = free_loopback_port();
+  } catch (const std::exception& e) {
+    throw InfrastructureError("store " + options_.name + ": " + e.what());
+  }
+  start();
+}
+
+StoreProcess::~StoreProcess() {
+  if (!process_) return;
+  process_->signal_group(SIGTERM);
+  if (!process_->wait_for_exit(std::chrono::milliseconds(5000))) process_->signal_group(SIGKILL);
+  process_->stop();
+}
+
+std::string StoreProcess::expand(std::string_view text, bool quote_paths) const {
+  std::string out(text);
+  replace_all(out, "{store_port}", std::to_string(port_));
+  replace_all(out, "{store_dir}", quote_paths ? shell_quoted(data_dir_.string()) : data_dir_.string());
+  return out;
+}
+
+void StoreProcess::start() {
+  Subprocess::Options process_options;
+  process_options.stderr_path = log_path_.string();
+  for (const auto& [name, value] : options_.env) process_options.env[name] = expand(value, false);
+  process_options.env.insert(clock_env_.begin(), clock_env_.end());
+  // exec env: the store itself gets the signals; 1>&2: its stdout is logged.
+  process_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{"/bin/sh", "-c", "exec env " + expand(options_.command, true) + " 1>&2"},
+      process_options);
+  const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (const auto code = process_->wait_for_exit(std::chrono::milliseconds(0))) {
+      throw InfrastructureError("store " + options_.name + " exited with code " + std::to_string(*code) +
+                                " before it accepted a connection on port " + std::to_string(port_) + ": " +
+                                log_tail(log_path_));
+    }
+    if (accepts_connection(port_)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  process_->signal_group(SIGKILL);
+  process_->stop();
+  throw InfrastructureError("store " + options_.name + " did not accept a connection on port " + std::to_string(port_) +
+                            " within " + std::to_string(options_.ready_timeout.count()) +
+                            " ms: " + log_tail(log_path_));
+}
+
+void StoreProcess::restart() {
+  process_->signal_group(SIGKILL);
+  process_->wait_for_exit(std::chrono::milliseconds(10000));
+  process_.reset();
+  start();
+}
+
+}  // namespace skewbench::infra

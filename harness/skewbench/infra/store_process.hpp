@@ -1,0 +1,67 @@
+#pragma once
+
+// The backing store of a service under test (a target's Redis, its DynamoDB
+// stand-in), when it runs as a process of its own: started from a command,
+// ready when its port accepts a connection, restarted as a crash (SIGKILL to
+// its whole process group) on the same port and data folder, and stopped with
+// the stack. Its clock is the environment's business (libfaketime's, given by
+// the caller), like the instances'. docs/targets.md describes the target
+// files that declare one.
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/subprocess.hpp"
+
+namespace skewbench::infra {
+
+struct StoreOptions {
+  std::string name;  // its log's and clock file's name ("redis", "dynalite")
+  // Run as `exec env COMMAND` by /bin/sh; {store_port} and {store_dir} are
+  // filled in, shell-quoted where they are paths.
+  std::string command;
+  std::map<std::string, std::string> env;  // added to its environment; values may hold the same placeholders
+  // Which library makes it read the clock skewbench drives ("libfaketime",
+  // or "skewbench" for a program libfaketime cannot start: docs/real-clocks.md).
+  std::string wall_clock = "libfaketime";
+  std::chrono::milliseconds ready_timeout{10000};
+};
+
+class StoreProcess {
+ public:
+  // Starts the store on a free loopback port with `data_dir` as its folder
+  // (created), logging to `log_path`, with `clock_env` added to its
+  // environment. Throws InfrastructureError when it exits or does not accept
+  // a connection within the ready timeout (the message holds its log).
+  StoreProcess(StoreOptions options, std::filesystem::path data_dir, std::filesystem::path log_path,
+               std::map<std::string, std::string> clock_env);
+  ~StoreProcess();
+  StoreProcess(const StoreProcess&) = delete;
+  StoreProcess& operator=(const StoreProcess&) = delete;
+
+  int port() const { return port_; }
+  const std::string& name() const { return options_.name; }
+  pid_t pid() const { return process_->pid(); }
+  // `text` with {store_port} and {store_dir} filled in (for the service's
+  // command and environment); other placeholders are left as they are.
+  std::string expand(std::string_view text, bool quote_paths) const;
+  // Kills the store's process group (a crash: what it had not written is
+  // lost) and starts it again on the same port and folder.
+  void restart();
+
+ private:
+  void start();
+
+  StoreOptions options_;
+  std::filesystem::path data_dir_;
+  std::filesystem::path log_path_;
+  std::map<std::string, std::string> clock_env_;
+  int port_ = 0;
+  std::unique_ptr<Subprocess> process_;
+};
+
+}  // namespace skewbench::infra
