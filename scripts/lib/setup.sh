@@ -1,9 +1,10 @@
 # Shared set-up for scripts/test.sh and scripts/reproduce.sh. Sourced, not run.
 #
-#   skewbench_install_packages [--with-test-tools]
+#   skewbench_install_packages [--with-test-tools | --with-target-tools]
 #       installs the Debian/Ubuntu packages that are missing (nothing when all are
-#       present); without root or sudo prints the exact command and exits 2; an
-#       apt failure exits 3.
+#       present): the build's, and the tests' (which include the targets') or
+#       only the targets'; without root or sudo prints the exact command and
+#       exits 2; an apt failure exits 3.
 #   skewbench_build BUILD_DIR [cmake -D options...]
 #       configures once, then builds incrementally in Release.
 
@@ -15,6 +16,8 @@ skewbench_log() { printf '[skewbench] %s\n' "$*" >&2; }
 
 # PostgreSQL 17.6 in a cache of its own: skewbench_install_postgres17.
 source "$SKEWBENCH_ROOT/scripts/lib/postgresql.sh"
+# The targets' npm packages: skewbench_install_targets.
+source "$SKEWBENCH_ROOT/scripts/lib/targets.sh"
 
 # Packages every build needs, by name in Debian 12/13 and Ubuntu 22.04/24.04.
 # ccache makes a rebuild after a rebase or in a second checkout take seconds
@@ -36,15 +39,18 @@ SKEWBENCH_TEST_TOOLS=("docker-compose:docker-compose" "chromium:chromium" "clang
 # libpng decodes Chromium's screenshots in the report rendering test; the
 # compose checks read the resolved compose file with Python's yaml module; the
 # evidence schema test validates with python3-jsonschema, the JUnit test with
-# xmllint (libxml2-utils); the real-clock tests start services under
-# libfaketime (docs/real-clocks.md).
-SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml python3-jsonschema libxml2-utils libfaketime)
+# xmllint (libxml2-utils).
+SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml python3-jsonschema libxml2-utils)
 # The docker test (tests/docker) starts its own Docker engine and makes its base
 # image with debootstrap, which checks Debian's archive with gpgv and Debian's
 # keyring. The engine is checked by command: a machine with Docker's own
 # docker-ce already has dockerd, and docker.io would conflict with it.
 SKEWBENCH_DOCKER_TEST_TOOLS=("dockerd:docker.io" "debootstrap:debootstrap")
 SKEWBENCH_DOCKER_TEST_PACKAGES=(gpgv debian-archive-keyring)
+# What the targets run on (targets/, docs/targets.md): Node.js (checked by
+# command, like the build's), Redis as the libraries' store, libfaketime for
+# the processes' clocks. The test suite runs the targets too.
+SKEWBENCH_TARGET_PACKAGES=(redis-server libfaketime)
 
 skewbench_os_codename() {
   . /etc/os-release
@@ -81,14 +87,16 @@ skewbench_can_install() {
 }
 
 skewbench_install_packages() {
-  local with_tests=0
-  [[ "${1:-}" == "--with-test-tools" ]] && with_tests=1
+  local with_tests=0 with_targets=0
+  [[ "${1:-}" == "--with-test-tools" ]] && with_tests=1 && with_targets=1
+  [[ "${1:-}" == "--with-target-tools" ]] && with_targets=1
   command -v dpkg-query >/dev/null || {
     skewbench_log "this script installs with apt (Debian or Ubuntu); install by hand: ${SKEWBENCH_BUILD_PACKAGES[*]}"
     exit 2
   }
   local wanted=("${SKEWBENCH_BUILD_PACKAGES[@]}")
   [[ $with_tests -eq 1 ]] && wanted+=("${SKEWBENCH_TEST_PACKAGES[@]}" "${SKEWBENCH_DOCKER_TEST_PACKAGES[@]}")
+  [[ $with_targets -eq 1 ]] && wanted+=("${SKEWBENCH_TARGET_PACKAGES[@]}")
   mapfile -t missing < <(skewbench_missing_packages "${wanted[@]}")
   local tools=("${SKEWBENCH_BUILD_TOOLS[@]}")
   [[ $with_tests -eq 1 ]] && tools+=("${SKEWBENCH_TEST_TOOLS[@]}" "${SKEWBENCH_DOCKER_TEST_TOOLS[@]}")

@@ -432,3 +432,43 @@ TEST_CASE(
   CHECK_THAT(r.output, ContainsSubstring("$.remote.instances"));
   CHECK_THAT(r.output, ContainsSubstring("drop --remote-url"));
 }
+
+TEST_CASE("run --target starts the target's service on real clocks, and refuses what a target cannot be") {
+  TempDir out("target-run");
+  const auto scenario = source_path("scenarios/targets/018-instance-clock-steps-ahead.json");
+  const auto targets_dir = source_path("targets");
+  SECTION("the control target runs remote-effect on its own clock") {
+    const auto r = run_skewbench({"run", scenario, "--out", out.path().string(), "--quiet", "--target", "remote-effect",
+                                  "--targets-dir", targets_dir});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto evidence = read_json(out.path() / "scenarios" / "018-instance-clock-steps-ahead.json");
+    CHECK(evidence["environment"]["remote_effect"]["target"]["name"] == "remote-effect");
+    CHECK(evidence["environment"]["clock"]["mode"] == "real");
+    CHECK(evidence["final"]["effect_count"] == 2);  // its clock stepped past the key's expiry
+  }
+  SECTION("with its own --remote-url") {
+    const auto r = run_skewbench({"run", scenario, "--out", out.path().string(), "--target", "remote-effect",
+                                  "--targets-dir", targets_dir, "--remote-url", "http://127.0.0.1:9"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, ContainsSubstring("drop --remote-url"));
+  }
+  SECTION("on logical clocks") {
+    const auto r = run_skewbench({"run", scenario, "--out", out.path().string(), "--target", "remote-effect",
+                                  "--targets-dir", targets_dir, "--clock-mode", "logical"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, ContainsSubstring("drop --clock-mode logical"));
+  }
+  SECTION("a target that does not exist, naming those that do") {
+    const auto r = run_skewbench(
+        {"run", scenario, "--out", out.path().string(), "--target", "no-such-library", "--targets-dir", targets_dir});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, ContainsSubstring("powertools-redis"));
+  }
+  SECTION("restart_store against a target without a store process") {
+    const auto r = run_skewbench({"run", source_path("scenarios/targets/016-store-restart.json"), "--out",
+                                  out.path().string(), "--target", "remote-effect", "--targets-dir", targets_dir});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, ContainsSubstring("restart_store needs"));
+  }
+}

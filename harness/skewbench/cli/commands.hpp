@@ -11,6 +11,7 @@
 #include "app/observer.hpp"
 #include "app/run.hpp"
 #include "app/sweep.hpp"
+#include "app/targets.hpp"
 #include "artifacts/junit.hpp"
 #include "runner/stack.hpp"
 
@@ -38,6 +39,8 @@ enum class OutputFormat { Text, Markdown, Json };
 bool stdout_wants_colour();
 
 struct RunArgs : app::RunRequest {
+  std::optional<std::string> target;    // --target NAME|PATH: the service comes from a target file
+  std::string targets_dir = "targets";  // --targets-dir: where --target NAME is looked up
   OutputFormat format = OutputFormat::Text;
   std::optional<std::string> junit;  // --junit FILE
   bool github = false;               // --github: annotations and step summary outside GitHub Actions too
@@ -71,6 +74,10 @@ struct CompareArgs {
   bool github = false;               // --github
 };
 int compare_results(const CompareArgs& args);
+
+struct TargetsArgs : app::TargetsRequest {};
+// Runs the series against every target and prints the findings table.
+int run_targets(const TargetsArgs& args);
 
 struct ReportArgs {
   std::string sweep_dir;

@@ -19,7 +19,7 @@ namespace {
 namespace cli = skewbench::cli;
 using skewbench::cli::OutputFormat;
 
-constexpr const char* kCommands[] = {"run", "validate", "sweep", "merge", "compare", "report", "verify"};
+constexpr const char* kCommands[] = {"run", "validate", "sweep", "merge", "compare", "report", "verify", "targets"};
 
 // Every --help ends with an example and what the exit codes mean.
 std::string footer(const std::string& example, const std::string& exit_codes) {
@@ -129,7 +129,10 @@ void add_clock_options(CLI::App* command, cli::ServiceArgs& services) {
   command
       ->add_option_function<std::string>(
           "--clock-mode",
-          [&services](const std::string& name) { services.clock_mode = *skewbench::runner::kClockModes.parse(name); },
+          [&services](const std::string& name) {
+            services.clock_mode = *skewbench::runner::kClockModes.parse(name);
+            services.clock_mode_given = true;
+          },
           "whose clock gives a request its time: logical (X-Logical-Time on every request; default) or real (the "
           "service reads its own wall clock, which skewbench sets under libfaketime before each request)")
       ->check(CLI::IsMember(skewbench::runner::kClockModes.names()));
@@ -151,6 +154,10 @@ CLI::App* add_run(CLI::App& app, cli::RunArgs& run) {
   command->add_option("--out", run.out_dir, "directory for the evidence (created if missing)")->required();
   add_service_options(command, run.services);
   add_clock_options(command, run.services);
+  command->add_option("--target", run.target,
+                      "run against this target's service and store instead of remote-effect: a name under "
+                      "--targets-dir, or a target folder (docs/targets.md); on real clocks, ack loss by the proxy");
+  command->add_option("--targets-dir", run.targets_dir, "where --target NAME is looked up (default: targets)");
   command->add_flag("--overwrite", run.overwrite, "write into an --out directory that already holds evidence");
   add_format_option(command, run.format, {"text", "json"},
                     "text (a table, then the failing checks) or json (one document on stdout; progress on stderr)");
@@ -197,6 +204,40 @@ CLI::App* add_sweep(CLI::App& app, cli::SweepArgs& sweep) {
                          "  3    infrastructure error: some cells are ERROR, or a service stayed unreachable\n"
                          "       (--resume runs them again)\n"
                          "  130  interrupted; the cells done so far are kept (--resume continues)\n"));
+  return command;
+}
+
+CLI::App* add_targets(CLI::App& app, cli::TargetsArgs& targets) {
+  auto* command = app.add_subcommand(
+      "targets", "run the target series against every idempotency library under targets/ and print the findings");
+  command->add_option("names", targets.names, "the targets to run (default: every one under --targets-dir)");
+  command->add_option("--out", targets.out_dir, "directory for each target's evidence and findings.md/.json")
+      ->required();
+  command->add_option("--targets-dir", targets.targets_dir, "the folder of targets (default: targets)");
+  command->add_option("--scenarios", targets.scenario_paths,
+                      "scenario files or folders to run against each target (default: scenarios/targets)");
+  command->add_option("--expect", targets.expect_file,
+                      "a Markdown file holding the findings table to hold the rows against (e.g. docs/targets.md)");
+  command->add_flag("--overwrite", targets.overwrite, "write into target folders that already hold evidence");
+  auto& services = targets.services;
+  command->add_option("--database-url", services.database_url,
+                      "PostgreSQL connection URL; without it each target's run starts a throwaway cluster");
+  command->add_option("--postgres-bin", services.postgres_bin, "directory with initdb, pg_ctl and postgres");
+  command->add_option("--libfaketime", services.libfaketime, "the libfaketime.so.1 the services are started with");
+  command->add_option("--remote-effect-bin", services.remote_effect_binary,
+                      "remote-effect executable, for a target that runs it (default: next to skewbench, then PATH)");
+  command->add_flag("--quiet,-q", services.quiet, "no progress on stderr");
+  command->add_option("--http-timeout", services.http_timeout_s, "seconds to wait on a service (default 30)")
+      ->check(CLI::Range(1, 3600));
+  command->add_option("--db-timeout", services.db_timeout_s, "seconds to wait on PostgreSQL (default 30)")
+      ->check(CLI::Range(1, 3600));
+  command->footer(footer("skewbench targets --out findings --expect docs/targets.md",
+                         "  0    every row as the --expect table says (or no table given), no ERROR\n"
+                         "  1    a row differs from the table (each is named), or a scenario's own check failed\n"
+                         "  2    a target, scenario or table file cannot be used, or a target's needs are "
+                         "missing; nothing started\n"
+                         "  3    infrastructure error: some rows are ERROR\n"
+                         "  130  interrupted\n"));
   return command;
 }
 
@@ -292,6 +333,8 @@ int main(int argc, char** argv) {
 
   cli::VerifyArgs verify;
   auto* verify_cmd = add_verify(app, verify);
+  cli::TargetsArgs targets;
+  auto* targets_cmd = add_targets(app, targets);
 
   try {
     app.parse(argc, argv);
@@ -308,6 +351,7 @@ int main(int argc, char** argv) {
     if (*compare_cmd) return cli::compare_results(compare);
     if (*report_cmd) return cli::render_report(report);
     if (*verify_cmd) return cli::verify_evidence(verify);
+    if (*targets_cmd) return cli::run_targets(targets);
   } catch (const std::exception& e) {
     std::cerr << "skewbench: " << e.what() << "\n";
     return exit_code::kInfrastructure;

@@ -179,7 +179,13 @@ void report_to_github(const RunArgs& args, const app::RunOutcome& outcome) {
 
 }  // namespace
 
-int run_scenarios(const RunArgs& args) {
+int run_scenarios(const RunArgs& given) {
+  auto args = given;
+  if (args.target) {
+    auto services = app::services_of_target(*args.target, args.targets_dir, args.services, stderr_observer());
+    if (!services) return exit_code::kUsage;
+    args.services = std::move(*services);
+  }
   use_log_groups(github_actions(args.github));
   const auto outcome = app::run(args, interrupted_flag(), stderr_observer());
   end_log_group();

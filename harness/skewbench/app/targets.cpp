@@ -1,0 +1,194 @@
+#include "app/targets.hpp"
+
+#include <filesystem>
+#include <set>
+
+#include "app/run.hpp"
+#include "common/errors.hpp"
+#include "common/files.hpp"
+#include "runner/session.hpp"
+#include "targets/target.hpp"
+
+namespace skewbench::app {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Passes a run's lines on, each after the target's name.
+class TargetObserver final : public Observer {
+ public:
+  TargetObserver(Observer& inner, std::string name) : inner_(inner), name_(std::move(name)) {}
+  void say(const std::string& line) override { inner_.say(name_ + ": " + line); }
+  void entering(Phase phase) override { inner_.entering(phase); }
+
+ private:
+  Observer& inner_;
+  std::string name_;
+};
+
+// What a run needs before anything starts: the targets, the scenarios, the
+// table to hold the rows against, and every target's installed needs.
+struct Inputs {
+  std::vector<targets::Target> targets;
+  std::vector<scenario::Scenario> scenarios;
+  std::vector<targets::ExpectedRow> expected;
+};
+
+std::optional<Inputs> read_inputs(const TargetsRequest& request, Observer& observer) {
+  Inputs in;
+  try {
+    if (request.names.empty()) {
+      in.targets = targets::load_targets(request.targets_dir);
+    } else {
+      for (const auto& name : request.names) in.targets.push_back(targets::load_target(name, request.targets_dir));
+    }
+    in.scenarios = runner::load_scenarios(request.scenario_paths);
+    if (request.expect_file) in.expected = targets::read_expected_table(read_file(*request.expect_file));
+  } catch (const std::invalid_argument& e) {
+    observer.say(*request.expect_file + ": " + e.what());
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    observer.say(e.what());
+    return std::nullopt;
+  }
+  bool complete = true;
+  for (const auto& target : in.targets) {
+    for (const auto& missing : targets::missing_needs(target)) {
+      observer.say(missing);
+      complete = false;
+    }
+  }
+  if (!complete) return std::nullopt;
+  return in;
+}
+
+// Why `target` cannot run `s`, or nothing when it can.
+std::optional<std::string> not_runnable(const targets::Target& target, const scenario::Scenario& s) {
+  if (!target.store && !s.kinds_that(&steps::StepNeeds::store_control).empty()) {
+    return "the target has no store process to restart";
+  }
+  return std::nullopt;
+}
+
+// The rows of one target: its run's evidence for what it ran, n/a for the rest.
+std::vector<targets::FindingRow> rows_of(const targets::Target& target, const std::vector<scenario::Scenario>& all,
+                                         const fs::path& out_dir) {
+  std::vector<targets::FindingRow> rows;
+  for (const auto& s : all) {
+    if (const auto why = not_runnable(target, s)) {
+      rows.push_back(targets::not_applicable(target.name, s.id, *why));
+      continue;
+    }
+    const auto relative = fs::path(target.name) / "scenarios" / (s.id + ".json");
+    try {
+      rows.push_back(
+          targets::finding_of(target.name, parse_json_text(read_file(out_dir / relative)), relative.string()));
+    } catch (const std::exception& e) {
+      auto row = targets::not_applicable(target.name, s.id, std::string("no evidence: ") + e.what());
+      row.verdict = "ERROR";
+      rows.push_back(std::move(row));
+    }
+  }
+  targets::qualify_across_instances(rows);
+  return rows;
+}
+
+// findings.json and findings.md beside the targets' folders.
+void write_findings(const fs::path& out_dir, const std::vector<targets::Target>& ran, const TargetsOutcome& outcome) {
+  json document = {{"targets", json::array()}, {"rows", json::array()}, {"differences", outcome.differences}};
+  for (const auto& t : ran) document["targets"].push_back(t.to_json());
+  std::string duplicates;
+  for (const auto& row : outcome.rows) {
+    document["rows"].push_back(row.to_json());
+    if (row.duplicate.is_null()) continue;
+    const auto& d = row.duplicate;
+    duplicates +=
+        "- " + row.target + " × " + row.scenario + ": step " + d["step"].dump() + " (" + d["kind"].get<std::string>() +
+        ") was applied again by " + (d["instance"].is_string() ? d["instance"].get<std::string>() : row.target) +
+        " at its clock " + d["instance_clock_s"].dump() + " s, the store's " +
+        (d["store_clock_s"].is_null() ? std::string("(no store process)") : d["store_clock_s"].dump() + " s") +
+        ", the key's expiry " + d["key_expires_at_s"].dump() + " s: `" + row.evidence + "`\n";
+  }
+  write_file_atomically(out_dir / "findings.json", document.dump(2) + "\n");
+  std::string md = "# Findings\n\n" + targets::markdown_table(outcome.rows, outcome.expected);
+  if (!duplicates.empty()) md += "\n## The exchanges that duplicated an effect\n\n" + duplicates;
+  if (!outcome.differences.empty()) {
+    md += "\n## Differences from the expected table\n\n";
+    for (const auto& d : outcome.differences) md += "- " + d + "\n";
+  }
+  write_file_atomically(out_dir / "findings.md", md);
+}
+
+}  // namespace
+
+std::optional<runner::StackOptions> services_of_target(const std::string& name_or_path, const std::string& targets_dir,
+                                                       runner::StackOptions services, Observer& observer) {
+  const auto refuse = [&](const std::string& why) {
+    observer.say("--target " + name_or_path + ": " + why);
+    return std::nullopt;
+  };
+  if (services.remote_url) return refuse("the target's service is started by skewbench; drop --remote-url");
+  if (services.remote_command) return refuse("the target names its own service; drop --remote-command");
+  if (services.clock_mode_given && services.clock_mode == runner::ClockMode::logical) {
+    return refuse("a target's service reads its own wall clock; drop --clock-mode logical");
+  }
+  try {
+    const auto target = targets::load_target(name_or_path, targets_dir);
+    const auto missing = targets::missing_needs(target);
+    for (const auto& line : missing) observer.say(line);
+    if (!missing.empty()) return std::nullopt;
+    targets::use_target(target, services);
+  } catch (const std::exception& e) {
+    return refuse(e.what());
+  }
+  return services;
+}
+
+TargetsOutcome run_targets(const TargetsRequest& request, const std::atomic<bool>& stop, Observer& observer) {
+  TargetsOutcome outcome;
+  auto inputs = read_inputs(request, observer);
+  if (!inputs) return {.exit_code = exit_code::kUsage, .rows = {}, .expected = {}, .differences = {}};
+  outcome.expected = inputs->expected;
+  const fs::path out_dir = request.out_dir;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    observer.say("--out " + request.out_dir + ": " + ec.message());
+    return {.exit_code = exit_code::kUsage, .rows = {}, .expected = {}, .differences = {}};
+  }
+  int worst = exit_code::kPass;
+  std::set<std::string> ran;
+  for (const auto& target : inputs->targets) {
+    if (stop.load()) return {.exit_code = exit_code::kInterrupted, .rows = {}, .expected = {}, .differences = {}};
+    RunRequest run{.paths = {},
+                   .out_dir = (out_dir / target.name).string(),
+                   .services = request.services,
+                   .overwrite = request.overwrite};
+    for (const auto& s : inputs->scenarios) {
+      if (!not_runnable(target, s)) run.paths.push_back(s.source);
+    }
+    TargetObserver target_observer(observer, target.name);
+    target_observer.say("running " + std::to_string(run.paths.size()) + " scenarios against " + target.library);
+    try {
+      targets::use_target(target, run.services);
+    } catch (const std::exception& e) {
+      observer.say(target.name + ": " + e.what());
+      return {.exit_code = exit_code::kUsage, .rows = {}, .expected = {}, .differences = {}};
+    }
+    const auto result = run.paths.empty() ? RunOutcome{} : app::run(run, stop, target_observer);
+    if (result.exit_code == exit_code::kUsage || result.exit_code == exit_code::kInterrupted) {
+      return {.exit_code = result.exit_code, .rows = {}, .expected = {}, .differences = {}};
+    }
+    worst = std::max(worst, result.exit_code);
+    ran.insert(target.name);
+    for (auto& row : rows_of(target, inputs->scenarios, out_dir)) outcome.rows.push_back(std::move(row));
+  }
+  if (request.expect_file) outcome.differences = targets::differences(outcome.rows, outcome.expected, ran);
+  if (!outcome.differences.empty()) worst = std::max(worst, exit_code::kExpectationFailed);
+  write_findings(out_dir, inputs->targets, outcome);
+  outcome.exit_code = worst;
+  return outcome;
+}
+
+}  // namespace skewbench::app

@@ -1,0 +1,271 @@
+#include "targets/findings.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "common/text.hpp"
+
+namespace skewbench::targets {
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kDash = "–";
+const std::vector<std::string> kColumns = {"target",  "scenario",          "verdict", "POSTs",
+                                           "effects", "expiry decided by", "why"};
+
+std::optional<std::int64_t> integer_at(const json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+// A POST /effects of the timeline, with the step that sent it.
+struct SentPost {
+  const json* step = nullptr;
+  const json* exchange = nullptr;
+};
+
+// The member `key` of `object` by reference, or an empty array.
+const json& array_at(const json& object, const char* key) {
+  static const json empty = json::array();
+  if (!object.is_object()) return empty;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_array() ? *it : empty;
+}
+
+std::vector<SentPost> posts_of(const json& evidence) {
+  std::vector<SentPost> out;
+  for (const auto& step : array_at(evidence, "timeline")) {
+    for (const auto& exchange : array_at(step, "exchanges")) {
+      const auto& request = exchange.value("request", json::object());
+      if (request.value("method", "") == "POST" && request.value("path", "") == "/effects") {
+        out.push_back({&step, &exchange});
+      }
+    }
+  }
+  return out;
+}
+
+// The time an exchange was judged at: the process clock skewbench set for it,
+// else the time it carried in X-Logical-Time (logical mode).
+std::optional<std::int64_t> time_of(const json& exchange) {
+  if (const auto set = integer_at(exchange.value("harness", json::object()), "process_clock_s")) return set;
+  const auto& headers = exchange.value("request", json::object()).value("headers", json::object());
+  if (const auto it = headers.find("X-Logical-Time"); it != headers.end() && it->is_string()) {
+    try {
+      return std::stoll(it->get<std::string>());
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+// The store's clock after a step, as its process_clocks recorded it.
+std::optional<std::int64_t> store_clock_of(const json& step) {
+  for (const auto& clock : array_at(step, "process_clocks")) {
+    if (clock.value("follows", "") == "store") return integer_at(clock, "set_s");
+  }
+  return std::nullopt;
+}
+
+// Whose clock let the replay through, from the clocks at the replay (see the header).
+void decide(FindingRow& row, const json& evidence) {
+  row.decided_by = kNotApplicable;
+  const auto posts = posts_of(evidence);
+  if (posts.size() < 2) return;
+  const auto& first = *posts.front().exchange;
+  const auto& replay = posts.back();
+  const auto first_s = time_of(first);
+  const auto ttl_s = integer_at(evidence.value("input", json::object()), "ttl_s");
+  const auto instance_s = time_of(*replay.exchange);
+  if (!first_s || !ttl_s || !instance_s) return;
+  const auto expires_at_s = *first_s + *ttl_s;
+  const auto store_s = store_clock_of(*replay.step);
+  const bool instance_past = *instance_s >= expires_at_s;
+  const bool store_past = store_s && *store_s >= expires_at_s;
+  const auto instance_of = [](const json& exchange) {
+    return exchange.value("harness", json::object()).value("instance", json());
+  };
+  row.across_instances = instance_of(first) != instance_of(*replay.exchange);
+  row.clock_past_expiry = instance_past || store_past;
+  const auto& response = replay.exchange->value("response", json());
+  const auto delivery = response.is_object() ? response.value("delivery", json()) : json();
+  if (delivery == "applied") {
+    if (instance_past || store_past) {
+      row.decided_by = instance_past && store_past ? "instance or store" : instance_past ? "instance" : "store";
+    }
+    row.duplicate = {{"step", replay.step->value("index", -1)},
+                     {"kind", replay.step->value("kind", "")},
+                     {"node", replay.step->value("node", json())},
+                     {"instance", replay.exchange->value("harness", json::object()).value("instance", json())},
+                     {"instance_clock_s", *instance_s},
+                     {"store_clock_s", store_s ? json(*store_s) : json(nullptr)},
+                     {"key_expires_at_s", expires_at_s}};
+  } else if (delivery == "deduplicated" && (instance_past || store_past)) {
+    row.decided_by = "none";
+  }
+}
+
+std::string cell(const std::optional<std::int64_t>& value) { return value ? std::to_string(*value) : kDash; }
+
+std::vector<std::string> split_row(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string current;
+  for (std::size_t i = 1; i < line.size(); ++i) {
+    if (line[i] == '|') {
+      cells.emplace_back(text::trim(current));
+      current.clear();
+    } else {
+      current += line[i];
+    }
+  }
+  return cells;
+}
+
+std::string key_of(const std::string& target, const std::string& scenario) { return target + " × " + scenario; }
+
+}  // namespace
+
+json FindingRow::to_json() const {
+  return {{"target", target},
+          {"scenario", scenario},
+          {"verdict", verdict},
+          {"post_requests", post_requests ? json(*post_requests) : json(nullptr)},
+          {"effect_count", effect_count ? json(*effect_count) : json(nullptr)},
+          {"expiry_decided_by", decided_by},
+          {"evidence", evidence.empty() ? json(nullptr) : json(evidence)},
+          {"duplicate", duplicate},
+          {"note", note.empty() ? json(nullptr) : json(note)},
+          {"across_instances", across_instances},
+          {"clock_past_expiry", clock_past_expiry}};
+}
+
+FindingRow finding_of(const std::string& target, const json& evidence, const std::string& evidence_path) {
+  FindingRow row;
+  row.target = target;
+  row.scenario = evidence.value("scenario_id", "");
+  row.verdict = evidence.value("verdict", "ERROR");
+  row.evidence = evidence_path;
+  const auto& final_measurement = evidence.value("final", json());
+  row.post_requests = integer_at(final_measurement, "post_requests");
+  row.effect_count = integer_at(final_measurement, "effect_count");
+  if (const auto& error = evidence.value("error", json()); error.is_string()) row.note = error.get<std::string>();
+  decide(row, evidence);
+  return row;
+}
+
+void qualify_across_instances(std::vector<FindingRow>& rows) {
+  const FindingRow* control = nullptr;
+  for (const auto& row : rows) {
+    if (row.across_instances && !row.clock_past_expiry && row.effect_count.value_or(0) >= 2) control = &row;
+  }
+  if (control == nullptr) return;
+  const auto why = "the replay reached an instance that does not share the first one's records (" + control->scenario +
+                   " duplicated with no clock past expiry)";
+  for (auto& row : rows) {
+    if (!row.across_instances || row.decided_by == kNotApplicable || row.decided_by == "none") continue;
+    row.decided_by = kNotApplicable;
+    row.note = why;
+  }
+}
+
+FindingRow not_applicable(const std::string& target, const std::string& scenario, const std::string& why) {
+  FindingRow row;
+  row.target = target;
+  row.scenario = scenario;
+  row.verdict = kNotApplicable;
+  row.decided_by = kNotApplicable;
+  row.note = why;
+  return row;
+}
+
+std::vector<ExpectedRow> read_expected_table(const std::string& markdown) {
+  std::vector<ExpectedRow> out;
+  std::istringstream in(markdown);
+  std::string line;
+  int number = 0;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!in_table) {
+      auto header = split_row(line);
+      in_table = line.starts_with("|") && header.size() >= 6 &&
+                 std::equal(header.begin(), header.begin() + 6, kColumns.begin());
+      if (in_table && !std::getline(in, line)) break;  // the |---| line
+      if (in_table) ++number;
+      continue;
+    }
+    if (!line.starts_with("|")) break;
+    const auto cells = split_row(line);
+    if (cells.size() < 6) {
+      throw std::invalid_argument("line " + std::to_string(number) + ": a findings row has " +
+                                  std::to_string(cells.size()) + " cells, not 6 or 7");
+    }
+    out.push_back({.target = cells[0],
+                   .scenario = cells[1],
+                   .verdict = cells[2],
+                   .post_requests = cells[3],
+                   .effect_count = cells[4],
+                   .decided_by = cells[5],
+                   .why = cells.size() > 6 ? cells[6] : "",
+                   .line = number});
+  }
+  if (!in_table) {
+    throw std::invalid_argument("no findings table (a header \"| " + text::join(kColumns, " | ") + " |\")");
+  }
+  return out;
+}
+
+std::string markdown_table(const std::vector<FindingRow>& rows, const std::vector<ExpectedRow>& expected) {
+  std::map<std::string, std::string> why;
+  for (const auto& e : expected) why[key_of(e.target, e.scenario)] = e.why;
+  std::string out = "| " + text::join(kColumns, " | ") + " |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    const auto it = why.find(key_of(r.target, r.scenario));
+    out += "| " + r.target + " | " + r.scenario + " | " + r.verdict + " | " + cell(r.post_requests) + " | " +
+           cell(r.effect_count) + " | " + r.decided_by + " | " + (it == why.end() ? r.note : it->second) + " |\n";
+  }
+  return out;
+}
+
+std::vector<std::string> differences(const std::vector<FindingRow>& rows, const std::vector<ExpectedRow>& expected,
+                                     const std::set<std::string>& targets_run) {
+  std::vector<std::string> out;
+  std::map<std::string, const ExpectedRow*> by_key;
+  for (const auto& e : expected) {
+    if (targets_run.contains(e.target)) by_key[key_of(e.target, e.scenario)] = &e;
+  }
+  for (const auto& r : rows) {
+    const auto key = key_of(r.target, r.scenario);
+    const auto it = by_key.find(key);
+    if (it == by_key.end()) {
+      out.push_back(key + ": the table has no row for it; measured " + r.verdict + ", " + cell(r.post_requests) +
+                    " POSTs, " + cell(r.effect_count) + " effects, decided by " + r.decided_by);
+      continue;
+    }
+    const auto& e = *it->second;
+    const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> fields = {
+        {"verdict", {e.verdict, r.verdict}},
+        {"POSTs", {e.post_requests, cell(r.post_requests)}},
+        {"effects", {e.effect_count, cell(r.effect_count)}},
+        {"expiry decided by", {e.decided_by, r.decided_by}}};
+    for (const auto& [name, values] : fields) {
+      if (values.first != values.second) {
+        out.push_back(key + " (line " + std::to_string(e.line) + "): " + name + " is " + values.second +
+                      ", the table says " + values.first + (r.note.empty() ? "" : " (" + r.note + ")"));
+      }
+    }
+    by_key.erase(it);
+  }
+  for (const auto& [key, e] : by_key) {
+    out.push_back(key + " (line " + std::to_string(e->line) + "): in the table, but the run has no such row");
+  }
+  return out;
+}
+
+}  // namespace skewbench::targets

@@ -1,0 +1,72 @@
+#pragma once
+
+// The targets layer: the idempotency libraries and services people run, put
+// under the series as data. A target is a folder under targets/ holding a
+// target.json: what it puts under test, what it needs installed, how to start
+// an instance of its effect service and its backing store. skewbench runs a
+// target the way it runs remote-effect with --remote-command, on real clocks
+// (every instance and the store under libfaketime) and with ack loss by its
+// fault proxy. docs/targets.md describes the file and the findings.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "infra/store_process.hpp"
+#include "runner/stack.hpp"
+
+namespace skewbench::targets {
+
+// A target file that cannot be used (exit 2); the message names the file and
+// the JSON path.
+class TargetFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Target {
+  std::string name;           // $.name, which is its folder's name
+  std::string description;    // what it is, in a sentence
+  std::string library;        // the library (and version) under test
+  std::filesystem::path dir;  // its folder, absolute
+  std::string install;        // how to install what it needs, said when something is missing
+  // Commands that must be on PATH, and files (an entry holding '/') relative
+  // to its folder that must exist.
+  std::vector<std::string> needs;
+  // $.service.command with {target_dir} filled in; the stack fills {port},
+  // {state_db}, {dedupe}, {host}, {store_port} and {store_dir}. {remote_effect}
+  // is the remote-effect binary found as skewbench finds it.
+  std::string service_command;
+  std::map<std::string, std::string> service_env;
+  std::optional<infra::StoreOptions> store;
+  std::filesystem::path file;  // the target.json read
+
+  // What the evidence records of it: name, library, description, file.
+  nlohmann::json to_json() const;
+};
+
+// The target `name_or_path` names: a folder or target.json when it holds a
+// '/', else the folder of that name under `targets_dir`. Throws
+// TargetFileError.
+Target load_target(const std::string& name_or_path, const std::filesystem::path& targets_dir);
+
+// Every target under `targets_dir` (each folder holding a target.json), by
+// name. Throws TargetFileError.
+std::vector<Target> load_targets(const std::filesystem::path& targets_dir);
+
+// What the target needs that this machine does not have, one line each
+// naming it and how to install it; empty when nothing is missing.
+std::vector<std::string> missing_needs(const Target& target);
+
+// The services of a run against `target`: its service in place of
+// remote-effect, its store, on real clocks, and ack loss by the fault proxy
+// unless the caller chose otherwise. Throws InfrastructureError when
+// {remote_effect} is used and no remote-effect can be found.
+void use_target(const Target& target, runner::StackOptions& services);
+
+}  // namespace skewbench::targets

@@ -1,0 +1,200 @@
+// Target files and the findings table: what a target file may say and how it
+// is refused, and how a row is computed from a scenario's evidence and held
+// against the committed table.
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "common/files.hpp"
+#include "targets/findings.hpp"
+#include "targets/target.hpp"
+
+using namespace skewbench;
+using Catch::Matchers::ContainsSubstring;
+using nlohmann::json;
+
+namespace {
+
+json valid_target(const std::string& name) {
+  return {{"name", name},
+          {"description", "d"},
+          {"library", "lib 1.0"},
+          {"install", "npm ci"},
+          {"needs", json::array({"sh", "../present.txt"})},
+          {"service", {{"command", "node {target_dir}/service.js"}, {"env", {{"STORE", "{store_port}"}}}}},
+          {"store", {{"name", "redis"}, {"command", "redis-server --port {store_port}"}, {"wall_clock", "skewbench"}}}};
+}
+
+// A folder of targets holding `document` as targets/<name>/target.json.
+struct TargetsDir {
+  explicit TargetsDir(const json& document, const std::string& name = "lib-a") : dir("targets-test") {
+    std::filesystem::create_directories(dir.path() / name);
+    write_file_atomically(dir.path() / name / "target.json", document.dump());
+    write_file_atomically(dir.path() / "present.txt", "x");
+  }
+  TempDir dir;
+};
+
+std::string refusal(const json& document) {
+  TargetsDir targets(document);
+  try {
+    targets::load_target("lib-a", targets.dir.path());
+  } catch (const targets::TargetFileError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+// The exchanges of a POST /effects at `clock_s` on `instance`, as a run's
+// evidence records them.
+json post(std::int64_t clock_s, const std::string& instance, const json& response) {
+  return {{"request", {{"method", "POST"}, {"path", "/effects"}, {"headers", json::object()}}},
+          {"response", response},
+          {"harness", {{"process_clock_s", clock_s}, {"instance", instance}}}};
+}
+
+// A scenario's evidence: the first POST at 1000 (its answer lost), the replay
+// at `replay_s` on `replay_instance` with the store's clock at `store_s`.
+json evidence(std::int64_t replay_s, std::optional<std::int64_t> store_s, const std::string& delivery,
+              std::int64_t effects, const std::string& replay_instance = "svc") {
+  json clocks = json::array();
+  if (store_s) clocks.push_back({{"follows", "store"}, {"set_s", *store_s}});
+  return {{"scenario_id", "s"},
+          {"verdict", effects >= 2 ? "CONFLICT" : "SAFE"},
+          {"input", {{"ttl_s", 60}}},
+          {"final", {{"post_requests", 2}, {"effect_count", effects}}},
+          {"error", nullptr},
+          {"timeline",
+           {{{"index", 1}, {"kind", "post_effect"}, {"exchanges", {post(1000, "svc", nullptr)}}},
+            {{"index", 2},
+             {"kind", "recover"},
+             {"process_clocks", clocks},
+             {"exchanges", {post(replay_s, replay_instance, {{"delivery", delivery}})}}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("a target file is read with its service, its store and its needs") {
+  TargetsDir dir(valid_target("lib-a"));
+  const auto t = targets::load_target("lib-a", dir.dir.path());
+  CHECK(t.name == "lib-a");
+  CHECK_THAT(t.service_command, ContainsSubstring((dir.dir.path() / "lib-a").string() + "'/service.js"));
+  CHECK(t.service_env.at("STORE") == "{store_port}");  // the stack fills it in
+  REQUIRE(t.store);
+  CHECK(t.store->wall_clock == "skewbench");
+  CHECK(targets::missing_needs(t).empty());
+
+  runner::StackOptions services;
+  targets::use_target(t, services);
+  CHECK(services.clock_mode == runner::ClockMode::real);
+  CHECK(services.ack_loss == infra::AckLoss::proxy);
+  CHECK(services.remote_command == t.service_command);
+  CHECK(services.store->name == "redis");
+  CHECK(services.target["name"] == "lib-a");
+}
+
+TEST_CASE("a target file that cannot be used is refused, naming the file and the JSON path") {
+  auto doc = valid_target("lib-a");
+  CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
+  doc["name"] = "lib-b";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.name"));
+  doc = valid_target("lib-a");
+  doc["colour"] = "blue";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.colour"));
+  doc = valid_target("lib-a");
+  doc["store"]["wall_clock"] = "sundial";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.wall_clock"));
+  doc = valid_target("lib-a");
+  doc["service"].erase("command");
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.command"));
+  TargetsDir dir(valid_target("lib-a"));
+  CHECK_THROWS_WITH(targets::load_target("lib-z", dir.dir.path()), ContainsSubstring("lib-a"));
+}
+
+TEST_CASE("what a target needs and this machine lacks is named with how to install it") {
+  auto doc = valid_target("lib-a");
+  doc["needs"] = {"no-such-command-skewbench", "../absent/package.json", "../present.txt"};
+  TargetsDir dir(doc);
+  const auto missing = targets::missing_needs(targets::load_target("lib-a", dir.dir.path()));
+  REQUIRE(missing.size() == 2);
+  CHECK_THAT(missing[0], ContainsSubstring("no-such-command-skewbench, which is not on PATH; install: npm ci"));
+  CHECK_THAT(missing[1], ContainsSubstring("absent/package.json, which is missing"));
+}
+
+TEST_CASE("every shipped target file is valid and names its folder") {
+  const auto all = targets::load_targets(std::string(SKEWBENCH_SOURCE_DIR) + "/targets");
+  CHECK(all.size() >= 5);
+  for (const auto& t : all) CHECK(t.dir.filename() == t.name);
+}
+
+TEST_CASE("the clock that let a replay through is the one past the key's expiry, and only it") {
+  // Expiry: the first POST at 1000 + TTL 60 = 1060.
+  auto row = targets::finding_of("t", evidence(1070, 1050, "applied", 2), "e.json");
+  CHECK(row.decided_by == "instance");
+  CHECK(row.verdict == "CONFLICT");
+  CHECK(row.effect_count == 2);
+  CHECK(row.duplicate["instance_clock_s"] == 1070);
+  CHECK(row.duplicate["store_clock_s"] == 1050);
+  CHECK(row.duplicate["key_expires_at_s"] == 1060);
+  CHECK(targets::finding_of("t", evidence(1050, 1070, "applied", 2), "e").decided_by == "store");
+  CHECK(targets::finding_of("t", evidence(1090, 1090, "applied", 2), "e").decided_by == "instance or store");
+  CHECK(targets::finding_of("t", evidence(1090, std::nullopt, "applied", 2), "e").decided_by == "instance");
+  // Deduplicated while a clock had passed expiry: no clock expired the key.
+  CHECK(targets::finding_of("t", evidence(1090, 1090, "deduplicated", 1), "e").decided_by == "none");
+  // No clock past expiry: what duplicated was not expiry.
+  const auto lost = targets::finding_of("t", evidence(1010, 1010, "applied", 2), "e");
+  CHECK(lost.decided_by == "n/a");
+  CHECK_FALSE(lost.duplicate.is_null());
+  CHECK(targets::finding_of("t", evidence(1010, 1010, "deduplicated", 1), "e").decided_by == "n/a");
+}
+
+TEST_CASE("a duplicate across instances names no clock when the target's instances do not share their records") {
+  std::vector<targets::FindingRow> rows = {
+      targets::finding_of("t", evidence(1010, std::nullopt, "applied", 2, "svc@2"), "agree"),
+      targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc@2"), "skewed"),
+      targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc"), "one instance")};
+  CHECK(rows[1].decided_by == "instance");
+  targets::qualify_across_instances(rows);
+  CHECK(rows[0].decided_by == "n/a");
+  CHECK(rows[1].decided_by == "n/a");
+  CHECK_THAT(rows[1].note, ContainsSubstring("does not share"));
+  CHECK(rows[2].decided_by == "instance");  // the same instance: its clock decided
+  // With a control that deduplicated, the clock stands.
+  rows = {targets::finding_of("t", evidence(1010, std::nullopt, "deduplicated", 1, "svc@2"), "agree"),
+          targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc@2"), "skewed")};
+  targets::qualify_across_instances(rows);
+  CHECK(rows[1].decided_by == "instance");
+}
+
+TEST_CASE("the findings are held against the committed table, each difference naming its row and line") {
+  const std::string table =
+      "# Findings\n\ntext\n\n"
+      "| target | scenario | verdict | POSTs | effects | expiry decided by | why |\n"
+      "|---|---|---|---|---|---|---|\n"
+      "| t | a | SAFE | 2 | 1 | n/a | fine |\n"
+      "| t | b | CONFLICT | 2 | 2 | instance | its clock |\n"
+      "| other | a | SAFE | 2 | 1 | n/a | not run |\n"
+      "\nafter the table\n";
+  const auto expected = targets::read_expected_table(table);
+  REQUIRE(expected.size() == 3);
+  CHECK(expected[1].line == 8);
+  CHECK(expected[1].why == "its clock");
+  auto a = targets::finding_of("t", evidence(1010, std::nullopt, "deduplicated", 1), "e");
+  a.scenario = "a";
+  auto b = targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2), "e");
+  b.scenario = "b";
+  CHECK(targets::differences({a, b}, expected, {"t"}).empty());
+
+  b.effect_count = 3;
+  auto c = a;
+  c.scenario = "c";
+  const auto found = targets::differences({a, b, c}, expected, {"t"});
+  REQUIRE(found.size() == 2);
+  CHECK_THAT(found[0], ContainsSubstring("t × b (line 8): effects is 3, the table says 2"));
+  CHECK_THAT(found[1], ContainsSubstring("t × c: the table has no row"));
+  CHECK_THAT(targets::differences({a}, expected, {"t"}).front(),
+             ContainsSubstring("t × b (line 8): in the table, but the run has no such row"));
+  CHECK_THROWS_WITH(targets::read_expected_table("no table here\n"), ContainsSubstring("no findings table"));
+  // The table a run writes reads back as the table it compares with.
+  CHECK(targets::differences({a, b}, targets::read_expected_table(targets::markdown_table({a, b})), {"t"}).empty());
+}
