@@ -257,4 +257,20 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+std::optional<std::filesystem::path> find_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return std::nullopt;
+  const std::string_view entries = path;
+  std::size_t start = 0;
+  while (start <= entries.size()) {
+    const auto end = entries.find(':', start);
+    const auto dir = entries.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    const auto candidate = std::filesystem::path(dir.empty() ? std::string(".") : std::string(dir)) / program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace skewbench

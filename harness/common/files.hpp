@@ -66,6 +66,10 @@ inline constexpr std::size_t kMaxPathPartBytes = 255;
 // Reads a whole file. Throws std::runtime_error naming the path on failure.
 std::string read_file(const std::filesystem::path& path);
 
+// The first executable file named `program` in a folder of $PATH (an empty
+// entry is the current folder), or nullopt.
+std::optional<std::filesystem::path> find_on_path(const std::string& program);
+
 // A directory created under the system temporary directory ($TMPDIR, else
 // /tmp) and removed with everything in it when the object is destroyed
 // (unless keep() was called). A process killed with SIGKILL cannot remove its

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,40 @@ inline std::string join(const std::vector<std::string>& parts, const std::string
     if (i > 0) out += separator;
     out += parts[i];
   }
+  return out;
+}
+
+// `text` as one word for /bin/sh: in single quotes, each ' written '\''.
+inline std::string shell_quoted(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// `text` with each placeholder "{name}" that `values` holds replaced by its
+// value (shell-quoted when `quote`), in one pass: what a value brings in is
+// never read again. Other braces, and "${name}" (the shell's), stay as they
+// are written.
+inline std::string expand_placeholders(std::string_view text, const std::map<std::string, std::string>& values,
+                                       bool quote) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto open = text.find('{', at);
+    const auto close = open == std::string_view::npos ? open : text.find('}', open);
+    if (close == std::string_view::npos) break;
+    const auto name = std::string(text.substr(open, close - open + 1));
+    const auto it = values.find(name);
+    if (it == values.end() || (open > 0 && text[open - 1] == '$')) {
+      out.append(text.substr(at, open + 1 - at));
+      at = open + 1;
+      continue;
+    }
+    out.append(text.substr(at, open - at));
+    out += quote ? shell_quoted(it->second) : it->second;
+    at = close + 1;
+  }
+  out.append(text.substr(at));
   return out;
 }
 

@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/text.hpp"
+
 namespace skewbench::remote_effect {
 namespace {
 
@@ -40,17 +42,6 @@ std::string log_since(const std::optional<std::string>& path, std::uintmax_t off
 }
 
 // 'text' for /bin/sh: single quotes, each ' written as '\''.
-std::string shell_quoted(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 // The host a client connects to for a service bound to `host`.
 std::string connect_host(const std::string& host) {
@@ -107,14 +98,18 @@ std::string expand_command(const std::string& command, const LaunchOptions& opti
     if (name == "{port}") {
       out += std::to_string(port);
     } else if (name == "{state_db}") {
-      out += shell_quoted(options.state_db.string());
+      out += text::shell_quoted(options.state_db.string());
     } else if (name == "{dedupe}") {
       out += dedupe_mode_name(options.dedupe);
     } else if (name == "{host}") {
-      out += shell_quoted(options.host);
+      out += text::shell_quoted(options.host);
+    } else if (const auto extra = options.placeholders.find(name); extra != options.placeholders.end()) {
+      out += text::shell_quoted(extra->second);
     } else {
-      throw std::invalid_argument("unknown placeholder " + name +
-                                  " in the service command (it may hold {port}, {state_db}, {dedupe} and {host})");
+      std::string known = "{port}, {state_db}, {dedupe}, {host}";
+      for (const auto& [other, _] : options.placeholders) known += ", " + other;
+      throw std::invalid_argument("unknown placeholder " + name + " in the service command (it may hold " + known +
+                                  ")");
     }
     at = close + 1;
   }

@@ -48,6 +48,10 @@ struct LaunchOptions {
   // Added to the inherited environment (e.g. libfaketime's, so that the
   // process reads the clock skewbench drives); kept across restarts.
   std::map<std::string, std::string> env;
+  // More "{name}" placeholders of `command` and their values (a target's
+  // {target_dir}, its store's {store_port}), filled in, shell-quoted, in the
+  // same pass as {port}, {state_db}, {dedupe} and {host}.
+  std::map<std::string, std::string> placeholders;
   std::vector<std::string> extra_args;     // appended as given (e.g. --max-connections 8)
   std::optional<std::string> stderr_path;  // service log; inherit stderr when empty
   std::chrono::milliseconds ready_timeout{10000};

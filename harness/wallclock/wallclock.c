@@ -14,16 +14,23 @@
  * start: its initialisation allocates memory, and a program whose allocator
  * reads a clock or makes a condition variable while it initialises itself
  * (jemalloc, as in Redis and Valkey) deadlocks in that allocation. This
- * library allocates nothing, looks up no symbol and has no constructor; what
- * it calls are system calls.
+ * library allocates nothing, looks up no symbol and has no constructor: it
+ * reads its file with system calls, and the environment once.
+ *
+ * It fakes the reading of the wall clock only: a wait until an absolute
+ * CLOCK_REALTIME time (pthread_cond_timedwait, sem_timedwait) is still the
+ * kernel's, on the real clock, which is why skewbench starts Redis with its
+ * jemalloc background thread off (its target files).
  *
  * A file that cannot be read or does not hold a second is not a time: the
  * process writes why on stderr and aborts, so that a wrong clock is seen,
  * never used.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,24 +49,50 @@ static void fail(const char* why) {
   abort();
 }
 
+/* The clock file's path, copied from the environment at the first read:
+ * a program that rewrites its environment later (Redis moves it for its
+ * process title) keeps reading the same file. */
+static char clock_path[4096];
+static atomic_int clock_path_state; /* 0 unset, 1 being copied, 2 ready */
+
+static const char* clock_file(void) {
+  if (atomic_load(&clock_path_state) == 2) return clock_path;
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&clock_path_state, &expected, 1)) {
+    const char* path = getenv("SKEWBENCH_WALL_CLOCK_FILE");
+    if (path == NULL || path[0] == '\0') fail("SKEWBENCH_WALL_CLOCK_FILE is not set");
+    if (strlen(path) >= sizeof clock_path) fail("SKEWBENCH_WALL_CLOCK_FILE is too long");
+    strcpy(clock_path, path);
+    atomic_store(&clock_path_state, 2);
+  }
+  while (atomic_load(&clock_path_state) != 2) {
+  }
+  return clock_path;
+}
+
 /* The second in the file: digits, an optional newline, nothing else. */
 static int64_t file_seconds(void) {
-  const char* path = getenv("SKEWBENCH_WALL_CLOCK_FILE");
-  if (path == NULL || path[0] == '\0') fail("SKEWBENCH_WALL_CLOCK_FILE is not set");
-  const int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open the file of SKEWBENCH_WALL_CLOCK_FILE");
+  int fd;
+  do {
+    fd = (int)syscall(SYS_openat, AT_FDCWD, clock_file(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    fail(errno == EMFILE ? "cannot open the clock file: out of file descriptors" : "cannot open the clock file");
   char text[32];
-  const long length = (long)syscall(SYS_read, fd, text, sizeof text - 1);
+  long length;
+  do {
+    length = (long)syscall(SYS_read, fd, text, sizeof text - 1);
+  } while (length < 0 && errno == EINTR);
   syscall(SYS_close, fd);
-  if (length <= 0) fail("cannot read the file of SKEWBENCH_WALL_CLOCK_FILE");
+  if (length <= 0) fail("cannot read the clock file");
   int64_t seconds = 0;
   long i = 0;
   for (; i < length && text[i] >= '0' && text[i] <= '9'; ++i) {
-    if (seconds > (INT64_MAX - 9) / 10) fail("the second in SKEWBENCH_WALL_CLOCK_FILE is too large");
+    if (seconds > (INT64_MAX - 9) / 10) fail("the second in the clock file is too large");
     seconds = seconds * 10 + (text[i] - '0');
   }
   if (i == 0 || (i < length && !(text[i] == '\n' && i + 1 == length))) {
-    fail("SKEWBENCH_WALL_CLOCK_FILE holds no Unix second (digits and a newline)");
+    fail("the clock file holds no Unix second (digits and a newline)");
   }
   return seconds;
 }
@@ -78,9 +111,9 @@ EXPORTED int clock_gettime(clockid_t clock, struct timespec* ts) {
 EXPORTED int __clock_gettime(clockid_t clock, struct timespec* ts) { return clock_gettime(clock, ts); }
 
 EXPORTED int gettimeofday(struct timeval* restrict tv, void* restrict tz) {
-  (void)tz;
   tv->tv_sec = (time_t)file_seconds();
   tv->tv_usec = 0;
+  if (tz != NULL) memset(tz, 0, sizeof(struct timezone));
   return 0;
 }
 

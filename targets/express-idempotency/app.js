@@ -103,8 +103,10 @@ function serveExpress({target, library, idempotencyFor, ready}) {
     next();
   }
 
-  // 3. The library. An error it passes to next(), or throws (its data
-  // adapter's), is a refusal: 409, as effect-service.js answers one.
+  // 3. The library. An error it passes to next() is a refusal (a request in
+  // progress, a key misused): 409, as effect-service.js answers one. What it
+  // throws (its data adapter's: Redis unreachable) is a failure: 500, which
+  // skewbench reads as an infrastructure error, never as the library's answer.
   async function viaLibrary(req, res, next) {
     const refused = (error) => {
       res.locals.refusal = error;
@@ -116,7 +118,7 @@ function serveExpress({target, library, idempotencyFor, ready}) {
       res.locals.service = service;
       await service.provideMiddlewareFunction(req, res, (error) => (error ? refused(error) : next()));
     } catch (error) {
-      refused(error);
+      next(error);
     }
   }
 

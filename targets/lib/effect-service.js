@@ -7,8 +7,10 @@
 //   POST /effects         X-Operation-Id, Idempotency-Key, X-Idempotency-TTL;
 //                         the library decides; 200 {delivery: applied |
 //                         deduplicated, ...snapshot}; a library refusal is 409
-//                         {error, detail, ...snapshot}. X-Drop-Ack: 1 commits,
-//                         then closes the connection without answering.
+//                         {error, detail, ...snapshot}; any other failure (its
+//                         store unreachable) is 503, which skewbench reads as
+//                         an infrastructure error. X-Drop-Ack: 1 commits, then
+//                         closes the connection without answering.
 //   GET  /status/{op}     the operation's snapshot: status, effect_count,
 //                         post_requests, ack_drops, evaluation_time, boot_id.
 //   GET  /health          status ok, boot_id, clock "system", wall_clock_s.
@@ -26,6 +28,20 @@ const fs = require('node:fs');
 const http = require('node:http');
 
 const bootId = crypto.randomBytes(16).toString('hex');
+
+// The errors by which a library refuses a request, rather than fails: a
+// record still in progress, a key reused with another body. A target may
+// also mark one with `error.refusal = true`.
+const kRefusals = new Set([
+  'IdempotencyAlreadyInProgressError',  // Powertools
+  'IdempotencyValidationError',         // Powertools: payload does not match the record
+  'IdempotencyError',                   // @node-idempotency/core (in progress, fingerprint mismatch)
+]);
+
+function isRefusal(error) {
+  return Boolean(error) && (error.refusal === true || kRefusals.has(error.name) ||
+                            kRefusals.has(error.constructor && error.constructor.name));
+}
 
 function nowS() {
   return Math.floor(Date.now() / 1000);
@@ -131,7 +147,7 @@ async function handlePost(req, res, ledger, deliver) {
   try {
     await deliver(request);
   } catch (error) {
-    return reply(res, 409, {
+    return reply(res, isRefusal(error) ? 409 : 503, {
       error: error.name || 'library_error',
       detail: String(error.message || error),
       ...ledger.snapshot(request.operationId, evaluationS),

@@ -24,3 +24,12 @@ TEST_CASE("braces that are the shell's stay as written; an unknown placeholder i
   CHECK_THROWS_WITH(re::expand_command("svc --port {prot}", options, 1),
                     Catch::Matchers::ContainsSubstring("unknown placeholder {prot}"));
 }
+
+TEST_CASE("more placeholders are filled in the same pass: what a value brings in is never read again") {
+  re::LaunchOptions options;
+  options.placeholders = {{"{target_dir}", "/srv/odd {port} dir"}, {"{store_port}", "6379"}};
+  CHECK(re::expand_command("node {target_dir}/service.js --redis {store_port} --port {port}", options, 8081) ==
+        "node '/srv/odd {port} dir'/service.js --redis '6379' --port 8081");
+  CHECK_THROWS_WITH(re::expand_command("svc {store_dir}", options, 1),
+                    Catch::Matchers::ContainsSubstring("{store_port}, {target_dir}"));
+}

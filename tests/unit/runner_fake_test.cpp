@@ -296,3 +296,20 @@ TEST_CASE("a snapshot without a boot_id is held to its counts, never to a boot_i
   snapshot.post_requests = 0;
   CHECK_THROWS_WITH(ledger.check(snapshot, "here"), Catch::Matchers::ContainsSubstring("post_requests 0"));
 }
+
+TEST_CASE("one instance on the authority's clock judges every request at the authority, observations included") {
+  auto doc = shipped("018-declared-authority.json").document;
+  doc["remote"] = {{"clock", "authority"}};
+  doc["steps"][3]["expect"]["active_idempotency_records"] = 1;  // node B's reading says T0+70; the remote judges T0+55
+  const auto s = scenario::parse_scenario(doc, "authority-one-instance");
+  const auto r = run_with_fakes(s);
+  INFO(r.error.value_or(""));
+  CHECK(r.pass);
+  CHECK(r.timeline[3].outcome->observed["logical_time_s"] == 5'000'070);
+  CHECK(r.timeline[3].outcome->observed["active_idempotency_records"] == 1);
+  // On the request's clock the same observation finds the key expired.
+  doc["remote"] = {{"clock", "request"}};
+  CHECK(run_with_fakes(scenario::parse_scenario(doc, "request-clock"))
+            .timeline[3]
+            .outcome->observed["active_idempotency_records"] == 0);
+}

@@ -78,8 +78,8 @@ TEST_CASE("a target file is read with its service, its store and its needs") {
   TargetsDir dir(valid_target("lib-a"));
   const auto t = targets::load_target("lib-a", dir.dir.path());
   CHECK(t.name == "lib-a");
-  CHECK_THAT(t.service_command, ContainsSubstring((dir.dir.path() / "lib-a").string() + "'/service.js"));
-  CHECK(t.service_env.at("STORE") == "{store_port}");  // the stack fills it in
+  CHECK(t.service_command == "node {target_dir}/service.js");  // filled in by the stack, in one pass
+  CHECK(t.service_env.at("STORE") == "{store_port}");          // the stack fills it in
   REQUIRE(t.store);
   CHECK(t.store->wall_clock == "skewbench");
   CHECK(targets::missing_needs(t).empty());
@@ -89,6 +89,7 @@ TEST_CASE("a target file is read with its service, its store and its needs") {
   CHECK(services.clock_mode == runner::ClockMode::real);
   CHECK(services.ack_loss == infra::AckLoss::proxy);
   CHECK(services.remote_command == t.service_command);
+  CHECK(services.remote_placeholders.at("{target_dir}") == (dir.dir.path() / "lib-a").string());
   CHECK(services.store->name == "redis");
   CHECK(services.target["name"] == "lib-a");
 }
@@ -145,6 +146,12 @@ TEST_CASE("the clock that let a replay through is the one past the key's expiry,
   const auto lost = targets::finding_of("t", evidence(1010, 1010, "applied", 2), "e");
   CHECK(lost.decided_by == "n/a");
   CHECK_FALSE(lost.duplicate.is_null());
+  // An ERROR row says nothing of clocks, and an "applied" the service's
+  // counts do not show is no duplicate.
+  auto errored = evidence(1070, 1050, "applied", 2);
+  errored["verdict"] = "ERROR";
+  CHECK(targets::finding_of("t", errored, "e").decided_by == "n/a");
+  CHECK(targets::finding_of("t", evidence(1070, 1050, "applied", 1), "e").duplicate.is_null());
   CHECK(targets::finding_of("t", evidence(1010, 1010, "deduplicated", 1), "e").decided_by == "n/a");
 }
 
@@ -164,6 +171,11 @@ TEST_CASE("a duplicate across instances names no clock when the target's instanc
           targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc@2"), "skewed")};
   targets::qualify_across_instances(rows);
   CHECK(rows[1].decided_by == "instance");
+  // Without a measured control, no clock is named for a duplicate across instances.
+  rows = {targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc@2"), "skewed")};
+  targets::qualify_across_instances(rows);
+  CHECK(rows[0].decided_by == "n/a");
+  CHECK_THAT(rows[0].note, ContainsSubstring("no control"));
 }
 
 TEST_CASE("the findings are held against the committed table, each difference naming its row and line") {

@@ -44,12 +44,14 @@ std::optional<Inputs> read_inputs(const TargetsRequest& request, Observer& obser
       for (const auto& name : request.names) in.targets.push_back(targets::load_target(name, request.targets_dir));
     }
     in.scenarios = runner::load_scenarios(request.scenario_paths);
-    if (request.expect_file) in.expected = targets::read_expected_table(read_file(*request.expect_file));
-  } catch (const std::invalid_argument& e) {
-    observer.say(*request.expect_file + ": " + e.what());
-    return std::nullopt;
   } catch (const std::exception& e) {
     observer.say(e.what());
+    return std::nullopt;
+  }
+  try {
+    if (request.expect_file) in.expected = targets::read_expected_table(read_file(*request.expect_file));
+  } catch (const std::exception& e) {
+    observer.say("--expect " + *request.expect_file + ": " + e.what());
     return std::nullopt;
   }
   bool complete = true;
@@ -73,7 +75,7 @@ std::optional<std::string> not_runnable(const targets::Target& target, const sce
 
 // The rows of one target: its run's evidence for what it ran, n/a for the rest.
 std::vector<targets::FindingRow> rows_of(const targets::Target& target, const std::vector<scenario::Scenario>& all,
-                                         const fs::path& out_dir) {
+                                         const fs::path& out_dir, bool published) {
   std::vector<targets::FindingRow> rows;
   for (const auto& s : all) {
     if (const auto why = not_runnable(target, s)) {
@@ -81,6 +83,12 @@ std::vector<targets::FindingRow> rows_of(const targets::Target& target, const st
       continue;
     }
     const auto relative = fs::path(target.name) / "scenarios" / (s.id + ".json");
+    if (!published) {
+      auto row = targets::not_applicable(target.name, s.id, "the run's evidence was not written");
+      row.verdict = "ERROR";
+      rows.push_back(std::move(row));
+      continue;
+    }
     try {
       rows.push_back(
           targets::finding_of(target.name, parse_json_text(read_file(out_dir / relative)), relative.string()));
@@ -182,7 +190,10 @@ TargetsOutcome run_targets(const TargetsRequest& request, const std::atomic<bool
     }
     worst = std::max(worst, result.exit_code);
     ran.insert(target.name);
-    for (auto& row : rows_of(target, inputs->scenarios, out_dir)) outcome.rows.push_back(std::move(row));
+    // Without published evidence (it could not be written) the folder may hold
+    // an earlier run's: every row of this one is then ERROR, never an old row.
+    const bool published = run.paths.empty() || result.report.has_value();
+    for (auto& row : rows_of(target, inputs->scenarios, out_dir, published)) outcome.rows.push_back(std::move(row));
   }
   if (request.expect_file) outcome.differences = targets::differences(outcome.rows, outcome.expected, ran);
   if (!outcome.differences.empty()) worst = std::max(worst, exit_code::kExpectationFailed);

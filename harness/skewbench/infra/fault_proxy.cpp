@@ -187,7 +187,16 @@ httplib::Request forwarded_request(const ClientRequest& request) {
 
 // One request from the client: its fault applied, forwarded, and the
 // service's answer passed on, dropped or cut off.
-AfterRequest pass_on(const ClientRequest& request, int client_fd, httplib::Client& upstream, FaultCounts& counts) {
+// Waits `delay_ms` of wall time, or less when `stop_fd` becomes readable (the
+// proxy is being destroyed).
+void wait_or_stop(std::int64_t delay_ms, int stop_fd) {
+  pollfd p{stop_fd, POLLIN, 0};
+  while (::poll(&p, 1, static_cast<int>(delay_ms)) < 0 && errno == EINTR) {
+  }
+}
+
+AfterRequest pass_on(const ClientRequest& request, int client_fd, httplib::Client& upstream, FaultCounts& counts,
+                     int stop_fd) {
   const auto operation_id = request.header(remote_effect::kOperationIdHeader).value_or("");
   std::optional<Fault> fault;
   if (const auto text = request.header(kFaultHeader)) {
@@ -206,7 +215,7 @@ AfterRequest pass_on(const ClientRequest& request, int client_fd, httplib::Clien
   }
   if (fault && fault->kind == Fault::Kind::delay) {
     counts.add(operation_id, &ProxyCounts::delayed);
-    std::this_thread::sleep_for(std::chrono::milliseconds(fault->delay_ms));
+    wait_or_stop(fault->delay_ms, stop_fd);
   }
   httplib::Response answer;
   httplib::Error error = httplib::Error::Success;
@@ -217,7 +226,10 @@ AfterRequest pass_on(const ClientRequest& request, int client_fd, httplib::Clien
     return AfterRequest::close;  // the service closed without an answer: so does the proxy
   }
   if (fault && fault->kind == Fault::Kind::drop_ack) {
-    counts.add(operation_id, &ProxyCounts::ack_drops);
+    // Only an answer that says the service took the request counts as a
+    // dropped acknowledgement; a refusal dropped is a request nobody logged,
+    // which the driver's ledger then tells apart.
+    if (answer.status == 200) counts.add(operation_id, &ProxyCounts::ack_drops);
     return AfterRequest::close;  // the answer was read whole; the client gets none of it
   }
   if (fault && fault->kind == Fault::Kind::reset) {
@@ -293,7 +305,7 @@ FaultProxy::~FaultProxy() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
   }
-  for (auto& worker : workers_) worker.join();
+  for (auto& worker : workers_) worker.thread.join();
   ::close(listen_fd_);
   ::close(stop_pipe_[0]);
   ::close(stop_pipe_[1]);
@@ -310,16 +322,57 @@ void FaultProxy::accept_loop() {
     }
     if (fds[1].revents != 0) return;
     const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
+    if (client < 0) {
+      // Out of descriptors (or interrupted): wait a little instead of spinning.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) wait_or_stop(10, stop_pipe_[0]);
+      continue;
+    }
     int yes = 1;
     ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     std::lock_guard<std::mutex> lock(mutex_);
-    open_fds_.push_back(client);
-    workers_.emplace_back([this, client] { serve(client); });
+    reap_finished_workers();
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    try {
+      open_fds_.push_back(client);
+      workers_.push_back({std::thread([this, client, done] {
+                            serve(client);
+                            done->store(true);
+                          }),
+                          done});
+    } catch (const std::exception&) {  // no thread to serve it: the client sees a closed connection
+      std::erase(open_fds_, client);
+      ::close(client);
+    }
+  }
+}
+
+void FaultProxy::reap_finished_workers() {
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (!it->done->load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    it = workers_.erase(it);
   }
 }
 
 void FaultProxy::serve(int client_fd) {
+  // Nothing a client sends may end the run: whatever throws closes this
+  // connection only.
+  try {
+    serve_requests(client_fd);
+  } catch (const std::exception&) {
+    abort_connection(client_fd);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase(open_fds_, client_fd);
+  }
+  ::close(client_fd);
+}
+
+void FaultProxy::serve_requests(int client_fd) {
   const auto endpoint = parse_http_url(upstream_url_);
   httplib::Client upstream(endpoint.host, endpoint.port);
   upstream.set_tcp_nodelay(true);
@@ -333,14 +386,9 @@ void FaultProxy::serve(int client_fd) {
   while (next == AfterRequest::serve_next) {
     const auto request = read_request(client_fd, buffer, timeout_s_);
     if (!request) break;
-    next = pass_on(*request, client_fd, upstream, *counts_);
+    next = pass_on(*request, client_fd, upstream, *counts_, stop_pipe_[0]);
   }
   if (next == AfterRequest::reset) abort_connection(client_fd);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::erase(open_fds_, client_fd);
-  }
-  ::close(client_fd);
 }
 
 }  // namespace skewbench::infra

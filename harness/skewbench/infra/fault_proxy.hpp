@@ -22,6 +22,7 @@
 // request), so that an acknowledgement it dropped is a measured count, like
 // the service's own ack_drops.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -94,6 +95,9 @@ class FaultProxy {
  private:
   void accept_loop();
   void serve(int client_fd);
+  void serve_requests(int client_fd);
+  // Joins the workers that have ended; the caller holds mutex_.
+  void reap_finished_workers();
 
   std::string upstream_url_;
   int timeout_s_;
@@ -104,7 +108,13 @@ class FaultProxy {
   std::shared_ptr<FaultCounts> counts_;
   std::mutex mutex_;
   std::vector<int> open_fds_;  // client connections being served
-  std::vector<std::thread> workers_;
+  // One thread per client connection; `done` is set as it ends, and the
+  // acceptor joins the finished ones before it starts the next.
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Worker> workers_;
   std::thread acceptor_;
 };
 

@@ -41,8 +41,9 @@ fs::path find_libfaketime(const std::optional<std::string>& given) {
     if (readable(candidate)) return candidate;
     tried += (tried.empty() ? "" : ", ") + candidate.string();
   }
-  throw InfrastructureError(std::string("cannot find ") + kLibrary + " (tried " + tried +
-                            "); install libfaketime (Debian: apt-get install faketime) or pass --libfaketime PATH");
+  throw InfrastructureError(
+      std::string("cannot find ") + kLibrary + " (tried " + tried +
+      "); install libfaketime (Debian and Ubuntu: apt-get install libfaketime) or pass --libfaketime PATH");
 }
 
 std::optional<std::string> process_clock_range_problem(std::int64_t unix_s) {

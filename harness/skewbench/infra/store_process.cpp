@@ -11,21 +11,10 @@
 #include "common/errors.hpp"
 #include "common/files.hpp"
 #include "common/loopback_port.hpp"
+#include "common/text.hpp"
 
 namespace skewbench::infra {
 namespace {
-
-std::string shell_quoted(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-void replace_all(std::string& text, std::string_view from, const std::string& to) {
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-}
 
 bool accepts_connection(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -73,21 +62,25 @@ StoreProcess::~StoreProcess() {
   process_->stop();
 }
 
-std::string StoreProcess::expand(std::string_view text, bool quote_paths) const {
-  std::string out(text);
-  replace_all(out, "{store_port}", std::to_string(port_));
-  replace_all(out, "{store_dir}", quote_paths ? shell_quoted(data_dir_.string()) : data_dir_.string());
-  return out;
+std::map<std::string, std::string> StoreProcess::placeholders() const {
+  return {{"{store_port}", std::to_string(port_)}, {"{store_dir}", data_dir_.string()}};
 }
 
 void StoreProcess::start() {
   Subprocess::Options process_options;
   process_options.stderr_path = log_path_.string();
-  for (const auto& [name, value] : options_.env) process_options.env[name] = expand(value, false);
-  process_options.env.insert(clock_env_.begin(), clock_env_.end());
+  auto values = options_.placeholders;
+  values.merge(placeholders());
+  for (const auto& [name, value] : options_.env) {
+    process_options.env[name] = text::expand_placeholders(value, values, false);
+  }
+  // The clock's variables win over the target's (an LD_PRELOAD of its own
+  // would otherwise drop the clock library).
+  for (const auto& [name, value] : clock_env_) process_options.env[name] = value;
   // exec env: the store itself gets the signals; 1>&2: its stdout is logged.
   process_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{"/bin/sh", "-c", "exec env " + expand(options_.command, true) + " 1>&2"},
+      std::vector<std::string>{"/bin/sh", "-c",
+                               "exec env " + text::expand_placeholders(options_.command, values, true) + " 1>&2"},
       process_options);
   const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -108,7 +101,9 @@ void StoreProcess::start() {
 
 void StoreProcess::restart() {
   process_->signal_group(SIGKILL);
-  process_->wait_for_exit(std::chrono::milliseconds(10000));
+  if (!process_->wait_for_exit(std::chrono::milliseconds(10000))) {
+    throw InfrastructureError("store " + options_.name + " did not exit within 10 s of SIGKILL; not restarted");
+  }
   process_.reset();
   start();
 }

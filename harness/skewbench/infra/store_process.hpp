@@ -21,10 +21,11 @@ namespace skewbench::infra {
 
 struct StoreOptions {
   std::string name;  // its log's and clock file's name ("redis", "dynalite")
-  // Run as `exec env COMMAND` by /bin/sh; {store_port} and {store_dir} are
-  // filled in, shell-quoted where they are paths.
+  // Run as `exec env COMMAND` by /bin/sh; {store_port}, {store_dir} and
+  // `placeholders` are filled in, shell-quoted, in one pass.
   std::string command;
-  std::map<std::string, std::string> env;  // added to its environment; values may hold the same placeholders
+  std::map<std::string, std::string> env;           // added to its environment; values may hold the same placeholders
+  std::map<std::string, std::string> placeholders;  // more "{name}" values (a target's {target_dir})
   // Which library makes it read the clock skewbench drives ("libfaketime",
   // or "skewbench" for a program libfaketime cannot start: docs/real-clocks.md).
   std::string wall_clock = "libfaketime";
@@ -46,9 +47,9 @@ class StoreProcess {
   int port() const { return port_; }
   const std::string& name() const { return options_.name; }
   pid_t pid() const { return process_->pid(); }
-  // `text` with {store_port} and {store_dir} filled in (for the service's
-  // command and environment); other placeholders are left as they are.
-  std::string expand(std::string_view text, bool quote_paths) const;
+  // Its {store_port} and {store_dir}, for the service's command and
+  // environment to name it by.
+  std::map<std::string, std::string> placeholders() const;
   // Kills the store's process group (a crash: what it had not written is
   // lost) and starts it again on the same port and folder.
   void restart();

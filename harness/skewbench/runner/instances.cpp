@@ -64,6 +64,9 @@ ScenarioInstances::ScenarioInstances(const scenario::Scenario& s, steps::StepCon
     if (count > 1) context.node_remotes[s.nodes[i].node_id] = instance.remote;
     instances_.push_back(std::move(instance));
   }
+  // Steps without a node, and every node of a one-instance scenario, reach
+  // the first instance through the clock it judges by.
+  context.remote = instances_.front().remote;
   if (auto* store_clock = more ? more->store_clock() : nullptr) {
     Instance store;
     store.clock = store_clock;
@@ -89,8 +92,9 @@ nlohmann::json ScenarioInstances::process_clocks() {
   for (auto& instance : instances_) {
     if (!instance.clock) continue;
     const auto set_s = instance.clock->now_s();
+    // A stopped (paused) process cannot be asked; its clock is then only as set.
     std::optional<std::int64_t> read_s;
-    if (instance.remote) read_s = instance.remote->health().answer.wall_clock_s;
+    if (instance.remote && !(more_ && more_->paused())) read_s = instance.remote->health().answer.wall_clock_s;
     out.push_back({{"instance", instance.name},
                    {"follows", instance.follows},
                    {"set_s", set_s},

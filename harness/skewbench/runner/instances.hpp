@@ -54,6 +54,9 @@ class ServiceInstances {
   // target's Redis), and the store's name; null when there is none.
   virtual infra::ProcessClock* store_clock() = 0;
   virtual std::string store_name() const = 0;
+  // The instances are stopped by a pause_remote step: they cannot be asked
+  // their clock until they go on.
+  virtual bool paused() const = 0;
 };
 
 // One instance as a scenario's steps reach it. With a clock of its own (a
@@ -113,6 +116,7 @@ class ScenarioInstances {
     std::function<std::int64_t()> reading_s;  // empty when it follows the request
   };
   std::vector<Instance> instances_;
+  ServiceInstances* more_ = nullptr;
 };
 
 }  // namespace skewbench::runner

@@ -214,7 +214,7 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .ttl_s = s.ttl_s,
                              .nodes = nodes,
                              .policy = *s.policy,
-                             .remote = remote_,
+                             .remote = &remote_,
                              .outbox = outbox_,
                              .remote_control = options_.remote_control,
                              .database_control = options_.database_control,

@@ -3,6 +3,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "common/errors.hpp"
 #include "common/text.hpp"
 #include "infra/postgres_cluster.hpp"
 #include "infra/process_clock.hpp"
@@ -61,7 +62,7 @@ Session::Session(const SessionOptions& options) : options_(options), stack_(std:
   if (const auto* store = stack_->store()) {
     description_.store = {{"name", store->name()},
                           {"port", store->port()},
-                          {"command", store->expand(options.services.store->command, true)},
+                          {"command", options.services.store->command},
                           {"wall_clock", options.services.store->wall_clock}};
   }
 }
@@ -82,6 +83,13 @@ Session::Client Session::connect(std::size_t index) {
     client.outer = client.proxied.get();
   }
   if (client.endpoint.clock) {
+    // A service told nothing of the time that does not read its own clock
+    // would judge every request clock-less: nothing it says could be held to a time.
+    if (client.outer->health().answer.clock == remote_effect::ClockSource::logical) {
+      throw InfrastructureError(client.endpoint.name +
+                                " reports \"clock\": \"logical\": in real-clock mode it must read its own clock "
+                                "(remote-effect --clock system)");
+    }
     client.clocked = std::make_unique<infra::ClockedRemote>(*client.outer, *client.endpoint.clock);
     client.outer = client.clocked.get();
   }
@@ -137,6 +145,7 @@ std::optional<std::string> service_options_problem(const StackOptions& services)
     }
     try {
       infra::find_libfaketime(services.libfaketime);
+      if (services.store && services.store->wall_clock == "skewbench") infra::find_wallclock_library();
     } catch (const std::exception& e) {
       return "--clock-mode real: " + std::string(e.what());
     }
@@ -147,7 +156,11 @@ std::optional<std::string> service_options_problem(const StackOptions& services)
   if (services.remote_command) {
     // A template that cannot be expanded is known now, not after PostgreSQL started.
     try {
-      remote_effect::expand_command(*services.remote_command, remote_effect::LaunchOptions{}, 0);
+      remote_effect::LaunchOptions launch;
+      launch.placeholders = services.remote_placeholders;
+      if (services.store)
+        launch.placeholders.merge(std::map<std::string, std::string>{{"{store_port}", "0"}, {"{store_dir}", "/"}});
+      remote_effect::expand_command(*services.remote_command, launch, 0);
     } catch (const std::invalid_argument& e) {
       return std::string("--remote-command: ") + e.what();
     }

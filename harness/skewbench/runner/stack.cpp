@@ -1,6 +1,7 @@
 #include "runner/stack.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/errors.hpp"
+#include "common/text.hpp"
 #include "infra/fault_proxy.hpp"
 #include "infra/postgres_cluster.hpp"
 #include "infra/process_clock.hpp"
@@ -35,18 +37,7 @@ std::string find_remote_effect_binary(const std::optional<std::string>& given) {
     const auto sibling = self.parent_path() / "remote-effect";
     if (::access(sibling.c_str(), X_OK) == 0) return sibling.string();
   }
-  if (const char* path = std::getenv("PATH")) {
-    std::string p = path;
-    std::size_t start = 0;
-    while (start <= p.size()) {
-      const auto end = p.find(':', start);
-      const auto dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      const auto candidate = fs::path(dir.empty() ? "." : dir) / "remote-effect";
-      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-  }
+  if (const auto found = find_on_path("remote-effect")) return found->string();
   throw InfrastructureError("cannot find the remote-effect executable; pass --remote-effect-bin or --remote-url");
 }
 
@@ -139,10 +130,12 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
     launch->sync = options.remote_sync.value_or(
         options.durability_or_durable() == Durability::durable ? std::string("full") : std::string("normal"));
     if (options.remote_command) {
-      launch->command = store_ ? store_->expand(*options.remote_command, true) : *options.remote_command;
+      launch->command = options.remote_command;
       launch->port = options.remote_port.value_or(0);  // 0: a free one, kept across restarts
+      launch->placeholders = options.remote_placeholders;
+      if (store_) launch->placeholders.merge(store_->placeholders());
       for (const auto& [variable, value] : options.remote_env) {
-        launch->env[variable] = store_ ? store_->expand(value, false) : value;
+        launch->env[variable] = text::expand_placeholders(value, launch->placeholders, false);
       }
     }
     remotes_.push_back(start_instance(name, std::move(launch)));
@@ -170,7 +163,7 @@ void Stack::start_store(const infra::StoreOptions& store) {
   std::map<std::string, std::string> clock_env;
   if (options_.clock_mode == ClockMode::real) {
     const auto library = infra::kClockLibraries.parse(store.wall_clock).value_or(infra::ClockLibrary::libfaketime);
-    store_clock_ = std::make_unique<infra::ProcessClock>(work_dir_->path() / (store.name + ".clock"),
+    store_clock_ = std::make_unique<infra::ProcessClock>(work_dir_->path() / ("store-" + store.name + ".clock"),
                                                          library == infra::ClockLibrary::skewbench
                                                              ? infra::find_wallclock_library()
                                                              : infra::find_libfaketime(options_.libfaketime),
@@ -178,8 +171,9 @@ void Stack::start_store(const infra::StoreOptions& store) {
     clock_env = store_clock_->environment();
   }
   if (!options_.quiet) std::cerr << "skewbench: starting the service's store, " << store.name << "\n";
-  store_ = std::make_unique<infra::StoreProcess>(store, work_dir_->path() / (store.name + "-data"),
-                                                 work_dir_->path() / (store.name + ".log"), std::move(clock_env));
+  store_ =
+      std::make_unique<infra::StoreProcess>(store, work_dir_->path() / ("store-" + store.name + "-data"),
+                                            work_dir_->path() / ("store-" + store.name + ".log"), std::move(clock_env));
 }
 
 std::unique_ptr<infra::FaultProxy> Stack::fault_proxy_for(const std::string& service_url) const {
@@ -265,7 +259,14 @@ class Stack::Resumer {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait_until(lock, until_, [this] { return cancelled_; });
     for (const auto pid : pids_) ::kill(pid, SIGCONT);
+    resumed_.store(true);
   }
+
+ public:
+  bool resumed() const { return resumed_.load(); }
+
+ private:
+  std::atomic<bool> resumed_{false};
 
   std::vector<pid_t> pids_;
   std::chrono::steady_clock::time_point until_;
@@ -290,6 +291,8 @@ void Stack::pause_remote(std::chrono::milliseconds duration) {
   }
   resumer_ = std::make_unique<Resumer>(std::move(stopped), duration);
 }
+
+bool Stack::paused() const { return resumer_ && !resumer_->resumed(); }
 
 void Stack::restart_database(bool immediate) {
   if (!cluster_) throw InfrastructureError("the database is external and cannot be restarted");

@@ -101,8 +101,11 @@ struct StackOptions {
   // remote-effect, whose store is its own SQLite file.
   std::optional<infra::StoreOptions> store = std::nullopt;
   // Added to the environment of each instance of remote_command (a target's
-  // service); values may hold {store_port} and {store_dir}, as the command may.
+  // service); values may hold the placeholders the command may.
   std::map<std::string, std::string> remote_env = {};
+  // More "{name}" placeholders of remote_command and remote_env (a target's
+  // {target_dir}); the stack adds its store's {store_port} and {store_dir}.
+  std::map<std::string, std::string> remote_placeholders = {};
   // The target the service comes from (targets/<name>/target.json), as the
   // evidence records it; null for remote-effect or --remote-command.
   nlohmann::json target = nullptr;
@@ -172,6 +175,9 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // wall clock it reads in real-clock mode; else null.
   infra::StoreProcess* store() { return store_.get(); }
   infra::ProcessClock* store_clock() { return store_clock_.get(); }
+
+  // A pause_remote step's instances are stopped and not yet let go on.
+  bool paused() const;
 
   void restart_remote() override;
   void restart_store() override;

@@ -321,7 +321,7 @@ class RestartRemoteStep final : public Step {
     if (ctx.remote_control == nullptr) {
       throw InfrastructureError("restart_remote needs a remote-effect started by skewbench (no --remote-url)");
     }
-    const auto boot_before = ctx.remote.health().answer.boot_id;
+    const auto boot_before = ctx.first().health().answer.boot_id;
     if (!ctx.ledger.boot_ids.empty() && boot_before && !ctx.ledger.boot_ids.contains(*boot_before)) {
       throw InfrastructureError("restart_remote: the remote had already restarted unasked (its boot_id is now " +
                                 *boot_before + ")");
@@ -335,7 +335,7 @@ class RestartRemoteStep final : public Step {
     ctx.remote_control->restart_remote();
     ctx.ledger.boot_ids = ctx.boot_ids();
     StepOutcome out;
-    const auto ex = ctx.remote.status(ctx.operation_id, ctx.reference_time(at_s()));
+    const auto ex = ctx.first().status(ctx.operation_id, ctx.reference_time(at_s()));
     out.exchanges.push_back(ex.to_json());
     const auto after = infra::required_snapshot(ex.answer);
     const auto restarted = infra::restarted_between(before, after);
@@ -372,7 +372,7 @@ class RestartStoreStep final : public Step {
     }
     ctx.remote_control->restart_store();
     StepOutcome out;
-    const auto ex = ctx.remote.status(ctx.operation_id, ctx.reference_time(at_s()));
+    const auto ex = ctx.first().status(ctx.operation_id, ctx.reference_time(at_s()));
     out.exchanges.push_back(ex.to_json());
     const auto snapshot = ctx.checked_snapshot(ex.answer, "restart_store: GET /status answered, but");
     out.observed = {{"effect_count", snapshot.effect_count}, {"status", status_json(snapshot.status)}};
@@ -637,11 +637,11 @@ std::string require_node(ObjectReader& spec, const StepParseContext& ctx) {
 
 infra::RemoteApi& StepContext::remote_of(const std::string& node_id) const {
   const auto it = node_remotes.find(node_id);
-  return it == node_remotes.end() ? remote : *it->second;
+  return it == node_remotes.end() ? *remote : *it->second;
 }
 
 std::vector<infra::RemoteApi*> StepContext::instances() const {
-  std::vector<infra::RemoteApi*> out = {&remote};
+  std::vector<infra::RemoteApi*> out = {remote};
   for (const auto& [node, instance] : node_remotes) {
     if (std::find(out.begin(), out.end(), instance) == out.end()) out.push_back(instance);
   }

@@ -99,7 +99,9 @@ struct StepContext {
   LogicalSeconds ttl_s = 0;
   std::map<std::string, time::NodeClock>& nodes;
   const policy::ReplayPolicy& policy;
-  infra::RemoteApi& remote;  // the first instance of the service: steps without a node reach it
+  // The first instance of the service, as the scenario reaches it (through
+  // the clock it judges by): steps without a node reach it.
+  infra::RemoteApi* remote;
   infra::OutboxApi& outbox;
   RemoteControl* remote_control = nullptr;      // null against an external remote
   DatabaseControl* database_control = nullptr;  // null against an external database
@@ -123,6 +125,8 @@ struct StepContext {
   std::map<std::string, LogicalSeconds> watermarks_s;  // per node: the largest time it has read
 
   LogicalSeconds reference_time(LogicalSeconds at_s) const { return t0_s + at_s; }
+  // The first instance of the service, which steps without a node reach.
+  infra::RemoteApi& first() const { return *remote; }
   // The instance of the service a node's requests reach.
   infra::RemoteApi& remote_of(const std::string& node_id) const;
   // Every instance the scenario reaches, each once, the first first.

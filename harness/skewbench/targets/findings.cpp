@@ -86,8 +86,12 @@ void decide(FindingRow& row, const json& evidence) {
   if (!first_s || !ttl_s || !instance_s) return;
   const auto expires_at_s = *first_s + *ttl_s;
   const auto store_s = store_clock_of(*replay.step);
+  // A store that expires keys by a TTL counts it on its own clock, from the
+  // time it held when the key was written.
+  const auto store_first_s = store_clock_of(*posts.front().step);
+  const auto store_expires_at_s = store_first_s ? *store_first_s + *ttl_s : expires_at_s;
   const bool instance_past = *instance_s >= expires_at_s;
-  const bool store_past = store_s && *store_s >= expires_at_s;
+  const bool store_past = store_s && *store_s >= store_expires_at_s;
   const auto instance_of = [](const json& exchange) {
     return exchange.value("harness", json::object()).value("instance", json());
   };
@@ -99,6 +103,8 @@ void decide(FindingRow& row, const json& evidence) {
     if (instance_past || store_past) {
       row.decided_by = instance_past && store_past ? "instance or store" : instance_past ? "instance" : "store";
     }
+    // The duplicate is the service's own count; the answer only says where.
+    if (row.effect_count.value_or(0) < 2) return;
     row.duplicate = {{"step", replay.step->value("index", -1)},
                      {"kind", replay.step->value("kind", "")},
                      {"node", replay.step->value("node", json())},
@@ -155,18 +161,34 @@ FindingRow finding_of(const std::string& target, const json& evidence, const std
   row.post_requests = integer_at(final_measurement, "post_requests");
   row.effect_count = integer_at(final_measurement, "effect_count");
   if (const auto& error = evidence.value("error", json()); error.is_string()) row.note = error.get<std::string>();
-  decide(row, evidence);
+  // Only a scenario that ran to its closing measurement says whose clock decided.
+  const bool measured = row.verdict == "SAFE" || row.verdict == "CONFLICT" || row.verdict == "HELD";
+  if (measured && row.effect_count && row.post_requests) {
+    decide(row, evidence);
+  } else {
+    row.decided_by = kNotApplicable;
+  }
   return row;
 }
 
 void qualify_across_instances(std::vector<FindingRow>& rows) {
-  const FindingRow* control = nullptr;
+  // The control: a measured row across instances in which no clock passed
+  // the key's expiry. One that deduplicated shows the instances share their
+  // records; one that duplicated shows they do not.
+  const FindingRow* shared = nullptr;
+  const FindingRow* not_shared = nullptr;
   for (const auto& row : rows) {
-    if (row.across_instances && !row.clock_past_expiry && row.effect_count.value_or(0) >= 2) control = &row;
+    if (!row.across_instances || row.clock_past_expiry || row.verdict == "ERROR" || !row.effect_count) continue;
+    if (*row.effect_count == 1) shared = &row;
+    if (*row.effect_count >= 2) not_shared = &row;
   }
-  if (control == nullptr) return;
-  const auto why = "the replay reached an instance that does not share the first one's records (" + control->scenario +
-                   " duplicated with no clock past expiry)";
+  if (shared != nullptr && not_shared == nullptr) return;
+  const auto why = not_shared != nullptr
+                       ? "the replay reached an instance that does not share the first one's records (" +
+                             not_shared->scenario + " duplicated with no clock past expiry)"
+                       : std::string(
+                             "no control across instances was measured, so a clock cannot be told from "
+                             "instances that do not share their records");
   for (auto& row : rows) {
     if (!row.across_instances || row.decided_by == kNotApplicable || row.decided_by == "none") continue;
     row.decided_by = kNotApplicable;
@@ -222,13 +244,24 @@ std::vector<ExpectedRow> read_expected_table(const std::string& markdown) {
 }
 
 std::string markdown_table(const std::vector<FindingRow>& rows, const std::vector<ExpectedRow>& expected) {
+  // The table's explanation of a row, only where the run measured that row
+  // as the table has it; else what the run itself says.
   std::map<std::string, std::string> why;
-  for (const auto& e : expected) why[key_of(e.target, e.scenario)] = e.why;
+  for (const auto& e : expected) {
+    for (const auto& r : rows) {
+      if (key_of(r.target, r.scenario) == key_of(e.target, e.scenario) && r.verdict == e.verdict &&
+          cell(r.post_requests) == e.post_requests && cell(r.effect_count) == e.effect_count &&
+          r.decided_by == e.decided_by) {
+        why[key_of(e.target, e.scenario)] = e.why;
+      }
+    }
+  }
   std::string out = "| " + text::join(kColumns, " | ") + " |\n|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     const auto it = why.find(key_of(r.target, r.scenario));
     out += "| " + r.target + " | " + r.scenario + " | " + r.verdict + " | " + cell(r.post_requests) + " | " +
-           cell(r.effect_count) + " | " + r.decided_by + " | " + (it == why.end() ? r.note : it->second) + " |\n";
+           cell(r.effect_count) + " | " + r.decided_by + " | " +
+           (it == why.end() ? text::markdown_escape(r.note) : it->second) + " |\n";
   }
   return out;
 }

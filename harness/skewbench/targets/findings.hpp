@@ -15,10 +15,11 @@
 //  - n/a: no replay, or no clock had passed expiry (a duplicate then came from
 //    something else: a new key, a memory lost in a restart).
 // A replay that reached another instance than the one that took the first
-// POST is held against the target's control: a run with the same reach
-// across instances in which no clock had passed expiry. When that control
-// duplicated too, the instances do not share their records, and no clock is
-// named for a duplicate across instances (qualify_across_instances).
+// POST is held against the target's control: a measured run across
+// instances in which no clock had passed expiry. A clock is named for a
+// duplicate across instances only when that control deduplicated (the
+// instances share their records); when it duplicated, or none was measured,
+// the row names no clock and says why (qualify_across_instances).
 
 #include <optional>
 #include <set>
@@ -59,7 +60,8 @@ FindingRow not_applicable(const std::string& target, const std::string& scenario
 
 // The rows of one target, with a clock named for a duplicate across
 // instances only when the target's control (across instances, no clock past
-// expiry) deduplicated; else the row names no clock and says why.
+// expiry) was measured and deduplicated; else the row names no clock and
+// says why.
 void qualify_across_instances(std::vector<FindingRow>& rows_of_one_target);
 
 // A row of the table a findings file keeps (docs/targets.md), as written.

@@ -20,18 +20,6 @@ namespace {
 const std::regex kNamePattern("^[a-z0-9][a-z0-9._-]{0,63}$");
 constexpr const char* kFileName = "target.json";
 
-std::string shell_quoted(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-void replace_all(std::string& text, std::string_view from, const std::string& to) {
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-}
-
 std::map<std::string, std::string> read_env(ObjectReader& parent, std::string_view key) {
   std::map<std::string, std::string> out;
   const auto* env = parent.optional(key);
@@ -51,9 +39,8 @@ std::optional<infra::StoreOptions> read_store(ObjectReader& root, const fs::path
     throw InputError("$.store.name", "\"" + store.name + "\" must match [a-z0-9][a-z0-9._-]{0,63}");
   }
   store.command = reader.require_string("command");
-  replace_all(store.command, "{target_dir}", shell_quoted(dir.string()));
   store.env = read_env(reader, "env");
-  for (auto& [_, value] : store.env) replace_all(value, "{target_dir}", dir.string());
+  store.placeholders = {{"{target_dir}", dir.string()}};
   if (const auto wall_clock = reader.optional_string("wall_clock")) {
     if (!infra::kClockLibraries.parse(*wall_clock)) {
       throw InputError("$.store.wall_clock",
@@ -85,28 +72,11 @@ Target parse_target(const json& document, const fs::path& file) {
   for (std::size_t i = 0; i < needs.size(); ++i) t.needs.push_back(expect_string(needs[i], index_path("$.needs", i)));
   ObjectReader service(root.require_object("service"), "$.service");
   t.service_command = service.require_string("command");
-  replace_all(t.service_command, "{target_dir}", shell_quoted(t.dir.string()));
   t.service_env = read_env(service, "env");
-  for (auto& [_, value] : t.service_env) replace_all(value, "{target_dir}", t.dir.string());
   service.finish();
   t.store = read_store(root, t.dir);
   root.finish();
   return t;
-}
-
-bool on_path(const std::string& command) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return false;
-  std::string p = path;
-  std::size_t start = 0;
-  while (start <= p.size()) {
-    const auto end = p.find(':', start);
-    const auto dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (::access((fs::path(dir.empty() ? "." : dir) / command).c_str(), X_OK) == 0) return true;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return false;
 }
 
 }  // namespace
@@ -164,7 +134,7 @@ std::vector<std::string> missing_needs(const Target& target) {
   for (const auto& need : target.needs) {
     const bool file = need.find('/') != std::string::npos;
     std::error_code ec;
-    if (file ? fs::exists(target.dir / need, ec) : on_path(need)) continue;
+    if (file ? fs::exists(target.dir / need, ec) : find_on_path(need).has_value()) continue;
     out.push_back("target " + target.name + " needs " +
                   (file ? (target.dir / need).lexically_normal().string() : need) +
                   (file ? ", which is missing" : ", which is not on PATH") + "; install: " + target.install);
@@ -173,12 +143,11 @@ std::vector<std::string> missing_needs(const Target& target) {
 }
 
 void use_target(const Target& target, runner::StackOptions& services) {
-  auto command = target.service_command;
-  if (command.find("{remote_effect}") != std::string::npos) {
-    replace_all(command, "{remote_effect}",
-                shell_quoted(runner::find_remote_effect_binary(services.remote_effect_binary)));
+  services.remote_placeholders = {{"{target_dir}", target.dir.string()}};
+  if (target.service_command.find("{remote_effect}") != std::string::npos) {
+    services.remote_placeholders["{remote_effect}"] = runner::find_remote_effect_binary(services.remote_effect_binary);
   }
-  services.remote_command = command;
+  services.remote_command = target.service_command;
   services.remote_env = target.service_env;
   services.store = target.store;
   services.clock_mode = runner::ClockMode::real;

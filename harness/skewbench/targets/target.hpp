@@ -38,9 +38,10 @@ struct Target {
   // Commands that must be on PATH, and files (an entry holding '/') relative
   // to its folder that must exist.
   std::vector<std::string> needs;
-  // $.service.command with {target_dir} filled in; the stack fills {port},
-  // {state_db}, {dedupe}, {host}, {store_port} and {store_dir}. {remote_effect}
-  // is the remote-effect binary found as skewbench finds it.
+  // $.service.command as written: the stack fills in {target_dir}, {port},
+  // {state_db}, {dedupe}, {host}, {store_port}, {store_dir} and
+  // {remote_effect} (the remote-effect binary found as skewbench finds it),
+  // in one pass.
   std::string service_command;
   std::map<std::string, std::string> service_env;
   std::optional<infra::StoreOptions> store;
