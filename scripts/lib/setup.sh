@@ -48,9 +48,10 @@ SKEWBENCH_TEST_PACKAGES=(libpng-dev python3-yaml python3-jsonschema libxml2-util
 SKEWBENCH_DOCKER_TEST_TOOLS=("dockerd:docker.io" "debootstrap:debootstrap")
 SKEWBENCH_DOCKER_TEST_PACKAGES=(gpgv debian-archive-keyring)
 # What the targets run on (targets/, docs/targets.md): Node.js (checked by
-# command, like the build's), Redis as the libraries' store, libfaketime for
-# the processes' clocks. The test suite runs the targets too.
-SKEWBENCH_TARGET_PACKAGES=(redis-server libfaketime)
+# command, like the build's), Redis as the libraries' store (redis-cli asks it
+# its clock), libfaketime for the processes' clocks. The test suite runs the
+# targets too.
+SKEWBENCH_TARGET_PACKAGES=(redis-server redis-tools libfaketime)
 
 skewbench_os_codename() {
   . /etc/os-release

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <set>
+#include <utility>
 #include <thread>
 
 #include <httplib.h>
@@ -470,5 +471,70 @@ TEST_CASE("run --target starts the target's service on real clocks, and refuses 
                                   out.path().string(), "--target", "remote-effect", "--targets-dir", targets_dir});
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, ContainsSubstring("restart_store needs"));
+  }
+}
+
+// The store's clock is asked of the store after every step, through the clock
+// probe its target declares: here a store that answers its own wall clock
+// (plus an offset), and a probe that asks it. A store that reads another time
+// than the one skewbench set is an infrastructure error, never a verdict.
+TEST_CASE("A store's clock is read back through its clock probe, and a store on another clock is an ERROR") {
+  TempDir dir("store-probe-target");
+  const auto target_dir = dir.path() / "probed";
+  std::filesystem::create_directories(target_dir);
+  write_file_atomically(target_dir / "store.py",
+                        "import socket, sys, time\n"
+                        "s = socket.socket()\n"
+                        "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                        "s.bind(('127.0.0.1', int(sys.argv[1])))\n"
+                        "s.listen()\n"
+                        "while True:\n"
+                        "    c, _ = s.accept()\n"
+                        "    try:\n"
+                        "        c.sendall(str(int(time.time()) + int(sys.argv[2])).encode())\n"
+                        "    except OSError:\n"
+                        "        pass\n"
+                        "    c.close()\n");
+  write_file_atomically(target_dir / "probe.py",
+                        "import socket, sys\n"
+                        "print(socket.create_connection(('127.0.0.1', int(sys.argv[1]))).recv(64).decode())\n");
+  const auto run_with_offset = [&](int offset_s) {
+    auto target = read_json(source_path("targets/remote-effect/target.json"));
+    target.erase("$schema");
+    target["name"] = "probed";
+    target["store"] = {{"name", "listener"},
+                       {"command", "python3 {target_dir}/store.py {store_port} " + std::to_string(offset_s)},
+                       {"clock_probe", "python3 {target_dir}/probe.py {store_port}"}};
+    write_file_atomically(target_dir / "target.json", target.dump());
+    TempDir out("store-probe-run");
+    auto r = run_skewbench({"run", source_path("scenarios/targets/018-store-clock-steps-ahead.json"), "--out",
+                            out.path().string(), "--quiet", "--target", "probed", "--targets-dir",
+                            dir.path().string()});
+    json evidence;
+    if (r.exit_code == 0) evidence = read_json(out.path() / "scenarios" / "018-store-clock-steps-ahead.json");
+    return std::pair(r, evidence);
+  };
+
+  SECTION("a store on the clock skewbench drives reads it, step by step") {
+    const auto [r, evidence] = run_with_offset(0);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::set<std::int64_t> store_readings;
+    for (const auto& step : evidence["timeline"]) {
+      for (const auto& clock : step["process_clocks"]) {
+        if (clock["follows"] != "store") continue;
+        CHECK(clock["instance"] == "listener");
+        REQUIRE(clock["read_s"].is_number_integer());
+        CHECK(clock["read_s"] == clock["set_s"]);
+        store_readings.insert(clock["read_s"].get<std::int64_t>());
+      }
+    }
+    CHECK(store_readings.size() >= 2);  // the store's clock stepped, and it read the step
+  }
+  SECTION("a store that reads another clock makes the run an ERROR that names it") {
+    const auto [r, evidence] = run_with_offset(3600);
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.output, ContainsSubstring("listener reads its wall clock as"));
+    CHECK_THAT(r.output, ContainsSubstring("does not read the clock skewbench drives"));
   }
 }

@@ -5,7 +5,9 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "common/errors.hpp"
 #include "common/files.hpp"
+#include "infra/store_process.hpp"
 #include "targets/findings.hpp"
 #include "targets/target.hpp"
 
@@ -22,7 +24,11 @@ json valid_target(const std::string& name) {
           {"install", "npm ci"},
           {"needs", json::array({"sh", "../present.txt"})},
           {"service", {{"command", "node {target_dir}/service.js"}, {"env", {{"STORE", "{store_port}"}}}}},
-          {"store", {{"name", "redis"}, {"command", "redis-server --port {store_port}"}, {"wall_clock", "skewbench"}}}};
+          {"store",
+           {{"name", "redis"},
+            {"command", "redis-server --port {store_port}"},
+            {"wall_clock", "skewbench"},
+            {"clock_probe", "redis-cli -p {store_port} TIME"}}}};
 }
 
 // A folder of targets holding `document` as targets/<name>/target.json.
@@ -82,6 +88,7 @@ TEST_CASE("a target file is read with its service, its store and its needs") {
   CHECK(t.service_env.at("STORE") == "{store_port}");          // the stack fills it in
   REQUIRE(t.store);
   CHECK(t.store->wall_clock == "skewbench");
+  CHECK(t.store->clock_probe == "redis-cli -p {store_port} TIME");  // filled in by the store, at each ask
   CHECK(targets::missing_needs(t).empty());
 
   runner::StackOptions services;
@@ -105,6 +112,9 @@ TEST_CASE("a target file that cannot be used is refused, naming the file and the
   doc = valid_target("lib-a");
   doc["store"]["wall_clock"] = "sundial";
   CHECK_THAT(refusal(doc), ContainsSubstring("$.store.wall_clock"));
+  doc = valid_target("lib-a");
+  doc["store"]["clock_probe"] = "";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.clock_probe"));
   doc = valid_target("lib-a");
   doc["service"].erase("command");
   CHECK_THAT(refusal(doc), ContainsSubstring("$.service.command"));
@@ -209,4 +219,27 @@ TEST_CASE("the findings are held against the committed table, each difference na
   CHECK_THROWS_WITH(targets::read_expected_table("no table here\n"), ContainsSubstring("no findings table"));
   // The table a run writes reads back as the table it compares with.
   CHECK(targets::differences({a, b}, targets::read_expected_table(targets::markdown_table({a, b})), {"t"}).empty());
+}
+
+// The store's clock as the store reads it: the probe's first whole number, or
+// an error that names the probe; a store without a probe cannot be asked.
+TEST_CASE("a store's clock is read through its clock probe, and a probe that fails is an error naming it") {
+  TempDir dir("store-probe");
+  infra::StoreOptions options;
+  options.name = "listener";
+  // A store is ready when its port accepts a connection.
+  options.command =
+      "python3 -c 'import socket,sys,time; s=socket.socket(); s.bind((\"127.0.0.1\", int(sys.argv[1]))); "
+      "s.listen(); time.sleep(60)' {store_port}";
+  const auto probe_of = [&](const std::string& probe) {
+    auto with_probe = options;
+    with_probe.clock_probe = probe;
+    return infra::StoreProcess(with_probe, dir.path() / "data", dir.path() / "store.log", {});
+  };
+  CHECK_FALSE(probe_of("").wall_clock_s().has_value());
+  // The port is filled in: the probe sees the store's own.
+  const auto store = probe_of("echo 1700000070 123456 {store_port}");
+  CHECK(store.wall_clock_s() == 1700000070);
+  CHECK_THROWS_WITH(probe_of("echo no time").wall_clock_s(), ContainsSubstring("printed no whole number: no time"));
+  CHECK_THROWS_WITH(probe_of("false").wall_clock_s(), ContainsSubstring("clock probe (false) exited with code 1"));
 }

@@ -1,6 +1,7 @@
 #include "infra/store_process.hpp"
 
 #include <cerrno>
+#include <regex>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -106,6 +107,35 @@ void StoreProcess::restart() {
   }
   process_.reset();
   start();
+}
+
+std::optional<std::int64_t> StoreProcess::wall_clock_s() const {
+  if (options_.clock_probe.empty()) return std::nullopt;
+  auto values = options_.placeholders;
+  values.merge(placeholders());
+  const auto probe = text::expand_placeholders(options_.clock_probe, values, true);
+  const auto why = [&](const std::string& what) {
+    return InfrastructureError("store " + options_.name + ": its clock probe (" + probe + ") " + what);
+  };
+  CommandResult result;
+  try {
+    // timeout: a store that stopped answering must not hold the run.
+    result = run_command({"timeout", "10", "/bin/sh", "-c", "exec env " + probe});
+  } catch (const std::exception& e) {
+    throw why(std::string("cannot be started: ") + e.what());
+  }
+  if (result.exit_code != 0) {
+    throw why("exited with code " + std::to_string(result.exit_code) + ": " + std::string(text::trim(result.output)));
+  }
+  std::smatch number;
+  if (!std::regex_search(result.output, number, std::regex("-?[0-9]+"))) {
+    throw why("printed no whole number: " + std::string(text::trim(result.output)));
+  }
+  try {
+    return std::stoll(number.str());
+  } catch (const std::exception&) {
+    throw why("printed a number out of range: " + number.str());
+  }
 }
 
 }  // namespace skewbench::infra

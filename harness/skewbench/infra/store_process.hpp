@@ -9,9 +9,11 @@
 // files that declare one.
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +31,11 @@ struct StoreOptions {
   // Which library makes it read the clock skewbench drives ("libfaketime",
   // or "skewbench" for a program libfaketime cannot start: docs/real-clocks.md).
   std::string wall_clock = "libfaketime";
+  // Asks the store its wall clock (Redis: `redis-cli -p {store_port} TIME`):
+  // run by /bin/sh with the same placeholders, outside the clock library (it
+  // asks; the store answers by its own clock); the first whole number it
+  // prints is the store's Unix second. Empty: the store cannot be asked.
+  std::string clock_probe;
   std::chrono::milliseconds ready_timeout{10000};
 };
 
@@ -53,6 +60,10 @@ class StoreProcess {
   // Kills the store's process group (a crash: what it had not written is
   // lost) and starts it again on the same port and folder.
   void restart();
+  // The store's wall clock as it reads it, through the clock probe; nullopt
+  // when the target declares none. Throws InfrastructureError when the probe
+  // fails or prints no number.
+  std::optional<std::int64_t> wall_clock_s() const;
 
  private:
   void start();

@@ -28,7 +28,8 @@ infra::GcExchange InstanceClient::gc(const std::string& operation_id, std::int64
 }
 
 ScenarioInstances::ScenarioInstances(const scenario::Scenario& s, steps::StepContext& context, infra::RemoteApi& first,
-                                     ServiceInstances* more) {
+                                     ServiceInstances* more)
+    : more_(more) {
   const auto count = s.instance_count();
   if (count > 1 && more == nullptr) {
     throw InfrastructureError("the scenario runs an instance of the service per node ($.remote.instances), and " +
@@ -92,9 +93,14 @@ nlohmann::json ScenarioInstances::process_clocks() {
   for (auto& instance : instances_) {
     if (!instance.clock) continue;
     const auto set_s = instance.clock->now_s();
-    // A stopped (paused) process cannot be asked; its clock is then only as set.
+    // A stopped (paused) instance cannot be asked; its clock is then only as
+    // set. The store (no remote) is asked through its clock probe.
     std::optional<std::int64_t> read_s;
-    if (instance.remote && !(more_ && more_->paused())) read_s = instance.remote->health().answer.wall_clock_s;
+    if (instance.remote) {
+      if (!(more_ && more_->paused())) read_s = instance.remote->health().answer.wall_clock_s;
+    } else if (more_) {
+      read_s = more_->store_wall_clock_s();
+    }
     out.push_back({{"instance", instance.name},
                    {"follows", instance.follows},
                    {"set_s", set_s},

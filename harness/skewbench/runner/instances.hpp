@@ -18,6 +18,7 @@
 // is a write, never a sleep), a request clock before every request.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,6 +55,9 @@ class ServiceInstances {
   // target's Redis), and the store's name; null when there is none.
   virtual infra::ProcessClock* store_clock() = 0;
   virtual std::string store_name() const = 0;
+  // The store's wall clock as the store reads it (its target's clock probe);
+  // nullopt when it cannot be asked.
+  virtual std::optional<std::int64_t> store_wall_clock_s() = 0;
   // The instances are stopped by a pause_remote step: they cannot be asked
   // their clock until they go on.
   virtual bool paused() const = 0;
@@ -99,7 +103,8 @@ class ScenarioInstances {
   // reading at the context's current reference time.
   void drive_clocks();
   // Every process clock as set and as its process reads it (asked of the
-  // process: /health wall_clock_s, null where it does not report one); null
+  // process: an instance's /health wall_clock_s, the store's clock probe;
+  // null where it reports none); null
   // when no instance has a process clock. Throws InfrastructureError when a
   // process reads another time than the one set: it does not read the clock
   // skewbench drives, and nothing it judged may become a verdict.

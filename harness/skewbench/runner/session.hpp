@@ -72,6 +72,9 @@ class Session final : public ServiceInstances {
   std::string instance_name(std::size_t index) const override;
   infra::ProcessClock* store_clock() override { return stack_->store_clock(); }
   std::string store_name() const override { return stack_->store() ? stack_->store()->name() : std::string(); }
+  std::optional<std::int64_t> store_wall_clock_s() override {
+    return stack_->store() ? stack_->store()->wall_clock_s() : std::nullopt;
+  }
   bool paused() const override { return stack_->paused(); }
 
   // Every instance reached so far, as the evidence's environment.clock lists
