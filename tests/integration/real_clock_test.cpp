@@ -293,6 +293,38 @@ TEST_CASE("The fault proxy resets, delays, and refuses a fault it does not know,
   CHECK(proxy.totals().refused_faults == 1);
 }
 
+// A service may compress its answers (cpp-httplib built with zlib does when
+// the client accepts gzip): the proxy passes the body and its Content-Encoding
+// on untouched, as the service sent them.
+TEST_CASE("The fault proxy passes an encoded answer on as the service encoded it") {
+  const char gzip_like[] = "\x1f\x8b\x08\x00 not inflated by the proxy";
+  const std::string encoded(gzip_like, sizeof gzip_like - 1);
+  httplib::Server upstream;
+  upstream.set_tcp_nodelay(true);
+  upstream.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Content-Encoding", "gzip");
+    // A type cpp-httplib's server never compresses again itself.
+    res.set_content(encoded, "application/octet-stream");
+  });
+  const int port = upstream.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&] { upstream.listen_after_bind(); });
+  while (!upstream.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  {
+    infra::FaultProxy proxy("http://127.0.0.1:" + std::to_string(port), 10);
+    httplib::Client client(proxy.base_url());
+    client.set_tcp_nodelay(true);
+    client.set_decompress(false);  // to see the bytes as they arrive
+    const auto answer = client.Get("/health", {{"Accept-Encoding", "gzip"}});
+    REQUIRE(answer);
+    CHECK(answer->status == 200);
+    CHECK(answer->get_header_value("Content-Encoding") == "gzip");
+    CHECK(answer->body == encoded);
+  }
+  upstream.stop();
+  serving.join();
+}
+
 TEST_CASE("Real-clock mode refuses, before anything starts, what it cannot drive") {
   TempDir out("real-clock-refused");
   const auto scenario = source_path("scenarios/018-unsafe-node-local.json");

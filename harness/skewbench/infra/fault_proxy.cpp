@@ -377,6 +377,10 @@ void FaultProxy::serve_requests(int client_fd) {
   httplib::Client upstream(endpoint.host, endpoint.port);
   upstream.set_tcp_nodelay(true);
   upstream.set_keep_alive(true);
+  // The answer's body goes on as the service encoded it: a cpp-httplib built
+  // with zlib would otherwise inflate a gzip answer and pass it on still
+  // labelled gzip, which the driver cannot read.
+  upstream.set_decompress(false);
   upstream.set_connection_timeout(timeout_s_, 0);
   upstream.set_read_timeout(timeout_s_, 0);
   upstream.set_write_timeout(timeout_s_, 0);
