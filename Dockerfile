@@ -35,7 +35,8 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
 # dpkg rather than written down here, so a library soname bump in Debian
 # (libpqxx-7.x, libcpp-httplib0.x, libssl3t64) cannot leave the image stale.
 # dpkg may record a library under /usr/lib or, before the /usr merge finished,
-# under /lib; both spellings are tried.
+# under /lib; both spellings are tried. libfaketime joins them: --clock-mode
+# real preloads it into the services skewbench starts (docs/real-clocks.md).
 RUN ldd build/bin/skewbench build/bin/remote-effect \
     | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u \
     | while read -r lib; do \
@@ -45,6 +46,7 @@ RUN ldd build/bin/skewbench build/bin/remote-effect \
         echo "${owner%%:*}"; \
       done \
     | sort -u > /runtime-packages.txt \
+ && echo libfaketime >> /runtime-packages.txt \
  && echo "runtime packages:" $(cat /runtime-packages.txt)
 
 
@@ -57,6 +59,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 COPY --from=build /src/build/bin/skewbench /src/build/bin/remote-effect /usr/local/bin/
+# The clock library for the stores libfaketime cannot start, where skewbench
+# looks for it beside its own folder.
+COPY --from=build /src/build/bin/libskewbench-wallclock.so /usr/local/lib/skewbench/
 # Fails the build when a library is missing, instead of at the first run.
 RUN if ldd /usr/local/bin/skewbench /usr/local/bin/remote-effect | grep 'not found'; then exit 1; fi \
  && skewbench --version && remote-effect --version

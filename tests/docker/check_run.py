@@ -6,14 +6,16 @@ checked and exits 0 when everything holds, 1 otherwise.
       every service on the host network; the remote-effect's arguments are the
       shipped ones apart from --host and --port
   check_run.py evidence RESULTS_DIR UID GID GIT_COMMIT SCENARIOS_DIR
-      the two runs the shipped skewbench command makes: RESULTS_DIR/runs holds
-      <run> (every scenario file of SCENARIOS_DIR but #016's) and <run>-016
-      (#016's) and nothing else; `latest` points at <run>; every scenario
+      the three runs the shipped skewbench command makes: RESULTS_DIR/runs
+      holds <run> (every scenario file of SCENARIOS_DIR but #016's), <run>-016
+      (#016's) and <run>-real-clocks (SCENARIOS_DIR/instances/, in real-clock
+      mode) and nothing else; `latest` points at <run>; every scenario
       passed; result.json (#018), result-015.json, result-017.json and
       result-019.json of <run> and result-016.json of <run>-016 score 10/10
       (<run>-016's result.json has every #018 check "not run", none failed);
-      PostgreSQL 17; the commit the image was built from; every path owned by
-      UID:GID
+      every step of <run>-real-clocks lists each instance's clock, read by the
+      instance as set; PostgreSQL 17; the commit the image was built from;
+      every path owned by UID:GID
   check_run.py snapshot RUN_DIR BASE_URL SNAPSHOT_JSON
       the remote-effect at BASE_URL, a new process on the state of the one that
       ran RUN_DIR's scenarios, reports each operation's effects, POSTs,
@@ -35,8 +37,10 @@ import yaml
 
 failures = []
 
-# The shipped command runs #016's scenario files in a second run of their own.
+# The shipped command runs #016's scenario files in a second run of their own,
+# and scenarios/instances/ on real clocks in a third.
 SEPARATE_BENCHMARK = "016"
+REAL_CLOCKS = "real-clocks"
 # Which published result files each run must hold at 10/10.
 FIRST_RUN_RESULTS = ("result.json", "result-015.json", "result-017.json", "result-019.json")
 SECOND_RUN_RESULTS = ("result-016.json",)
@@ -140,19 +144,43 @@ def scenario_ids(scenarios_dir):
     return first, second
 
 
+def check_real_clocks(run_dir):
+    """Every scenario ran on real clocks, and after every step each instance
+    read the wall clock skewbench set (asked of the instance, not assumed).
+    Returns how many readings were checked."""
+    summary = load(os.path.join(run_dir, "summary.json"))
+    mode = summary.get("environment", {}).get("clock", {}).get("mode")
+    require(mode == "real", f"{run_dir}: clock mode {mode!r}, expected 'real'")
+    readings = 0
+    for path in sorted(glob.glob(os.path.join(run_dir, "scenarios", "*.json"))):
+        for step in load(path).get("timeline", []):
+            for clock in step.get("process_clocks") or []:
+                readings += 1
+                require(isinstance(clock.get("read_s"), int) and clock.get("read_s") == clock.get("set_s"),
+                        f"{path}: step {step.get('index')}: {clock.get('instance')} read {clock.get('read_s')!r}, "
+                        f"set {clock.get('set_s')!r}")
+    require(readings > 0, f"{run_dir}: no process clock was read")
+    return readings
+
+
 def check_evidence(results_dir, uid, gid, commit, scenarios_dir):
     runs_dir = os.path.join(results_dir, "runs")
     runs = sorted(os.listdir(runs_dir)) if os.path.isdir(runs_dir) else []
-    if not require(len(runs) == 2 and "-compose-" in runs[0] and runs[1] == f"{runs[0]}-{SEPARATE_BENCHMARK}",
-                   f"expected runs <utc>-compose-<host> and <utc>-compose-<host>-016, found {runs}"):
+    if not require(len(runs) == 3 and "-compose-" in runs[0] and runs[1] == f"{runs[0]}-{SEPARATE_BENCHMARK}"
+                   and runs[2] == f"{runs[0]}-{REAL_CLOCKS}",
+                   f"expected runs <utc>-compose-<host>, <utc>-compose-<host>-016 and "
+                   f"<utc>-compose-<host>-{REAL_CLOCKS}, found {runs}"):
         return finish("")
-    first, second = (os.path.join(runs_dir, run) for run in runs)
+    first, second, third = (os.path.join(runs_dir, run) for run in runs)
     latest = os.path.join(results_dir, "latest")
     require(os.path.islink(latest) and os.readlink(latest) == f"runs/{runs[0]}",
             f"results/latest must point at runs/{runs[0]}")
     first_ids, second_ids = scenario_ids(scenarios_dir)
     server = check_summary(first, first_ids, commit)
     check_summary(second, second_ids, commit)
+    instance_ids = [load(path)["id"] for path in sorted(glob.glob(os.path.join(scenarios_dir, "instances", "*.json")))]
+    check_summary(third, instance_ids, commit)
+    readings = check_real_clocks(third)
     for name in FIRST_RUN_RESULTS:
         check_score(first, name)
     for name in SECOND_RUN_RESULTS:
@@ -160,7 +188,8 @@ def check_evidence(results_dir, uid, gid, commit, scenarios_dir):
     check_nothing_of_018_ran(second)
     paths = check_owner(runs_dir, uid, gid)
     require((os.lstat(latest).st_uid, os.lstat(latest).st_gid) == (uid, gid), "results/latest owner")
-    return finish(f"{runs[0]} ({len(first_ids)} scenarios) and {runs[1]} ({len(second_ids)}): every scenario passed, "
+    return finish(f"{runs[0]} ({len(first_ids)} scenarios), {runs[1]} ({len(second_ids)}) and {runs[2]} "
+                  f"({len(instance_ids)}, {readings} process clocks read as set): every scenario passed, "
                   f"{len(FIRST_RUN_RESULTS) + len(SECOND_RUN_RESULTS)} published results 10/10, PostgreSQL {server}, "
                   f"commit {commit}, {paths} paths owned by {uid}:{gid}")
 

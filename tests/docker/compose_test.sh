@@ -16,10 +16,11 @@
 #    never get a bridge network. The project directory is a scratch directory
 #    whose ./results belongs to an unprivileged owner, so the developer's own
 #    results/ and results/latest are never touched.
-# 4. Checks skewbench's exit code and the evidence of both runs the shipped
+# 4. Checks skewbench's exit code and the evidence of the three runs the shipped
 #    command makes (every scenario but #016's against the remote-effect
-#    container, then #016's against a remote-effect skewbench starts itself):
-#    every published result 10/10, `skewbench verify` accepts both folders, and
+#    container, then #016's against a remote-effect skewbench starts itself,
+#    then scenarios/instances/ on real clocks, instances skewbench starts):
+#    every published result 10/10, `skewbench verify` accepts every folder, and
 #    every file belongs to the owner of ./results.
 # 5. Replaces the remote-effect container twice and checks that each new process
 #    still has the state of the run (every operation's effects, key records and
@@ -393,7 +394,7 @@ check_evidence() {
     fail "the evidence written by the skewbench container"
   run_dir=$results/$(readlink "$results/latest")
   local dir
-  for dir in "$run_dir" "$run_dir-016"; do
+  for dir in "$run_dir" "$run_dir-016" "$run_dir-real-clocks"; do
     "$skewbench_bin" verify "$dir" || fail "skewbench verify rejects $dir"
   done
   # The check itself must be able to fail: a copy with one file owned by root.
