@@ -59,8 +59,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 COPY --from=build /src/build/bin/skewbench /src/build/bin/remote-effect /usr/local/bin/
-# The clock library for the stores libfaketime cannot start, where skewbench
-# looks for it beside its own folder.
+# The clock library for a target's store that libfaketime cannot start (no
+# target ships in the image: for one given to `run --target --targets-dir`),
+# where skewbench looks for it beside its own folder.
 COPY --from=build /src/build/bin/libskewbench-wallclock.so /usr/local/lib/skewbench/
 # Fails the build when a library is missing, instead of at the first run.
 RUN if ldd /usr/local/bin/skewbench /usr/local/bin/remote-effect | grep 'not found'; then exit 1; fi \

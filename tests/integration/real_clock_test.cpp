@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <set>
-#include <utility>
 #include <thread>
+#include <utility>
 
 #include <httplib.h>
 #include <catch2/catch_test_macros.hpp>
@@ -539,9 +539,9 @@ TEST_CASE("A store's clock is read back through its clock probe, and a store on 
                        {"clock_probe", "python3 {target_dir}/probe.py {store_port}"}};
     write_file_atomically(target_dir / "target.json", target.dump());
     TempDir out("store-probe-run");
-    auto r = run_skewbench({"run", source_path("scenarios/targets/018-store-clock-steps-ahead.json"), "--out",
-                            out.path().string(), "--quiet", "--target", "probed", "--targets-dir",
-                            dir.path().string()});
+    auto r =
+        run_skewbench({"run", source_path("scenarios/targets/018-store-clock-steps-ahead.json"), "--out",
+                       out.path().string(), "--quiet", "--target", "probed", "--targets-dir", dir.path().string()});
     json evidence;
     if (r.exit_code == 0) evidence = read_json(out.path() / "scenarios" / "018-store-clock-steps-ahead.json");
     return std::pair(r, evidence);
@@ -569,4 +569,33 @@ TEST_CASE("A store's clock is read back through its clock probe, and a store on 
     CHECK_THAT(r.output, ContainsSubstring("listener reads its wall clock as"));
     CHECK_THAT(r.output, ContainsSubstring("does not read the clock skewbench drives"));
   }
+}
+
+// A paused instance cannot be asked its clock: the step that paused it lists
+// its clock as set and read_s null, without waiting for it; the steps after
+// it go on, asked again once it runs.
+TEST_CASE("A paused instance's clock is listed as set, not asked, and the run goes on") {
+  TempDir dir("paused-real-clock");
+  auto doc = read_json(source_path("scenarios/018-declared-authority.json"));
+  doc.erase("$schema");
+  doc.erase("report_as");
+  doc["id"] = "paused-real-clock";
+  auto& steps = doc["steps"];
+  constexpr std::size_t kPause = 4;  // just before recovery
+  steps.insert(steps.begin() + kPause, json{{"kind", "pause_remote"}, {"at_s", 50}, {"duration_ms", 500}});
+  write_file_atomically(dir.path() / "in" / "paused.json", doc.dump(2));
+  const auto r = run_skewbench(
+      {"run", (dir.path() / "in").string(), "--out", (dir.path() / "out").string(), "-q", "--clock-mode", "real"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto evidence = read_json(dir.path() / "out" / "scenarios" / "paused-real-clock.json");
+  CHECK(evidence["verdict"] == "SAFE");
+  const auto& timeline = evidence["timeline"];
+  REQUIRE(timeline.size() == steps.size());
+  CHECK(timeline[kPause]["kind"] == "pause_remote");
+  const auto& paused = timeline[kPause]["process_clocks"][0];
+  CHECK(paused["set_s"].is_number_integer());
+  CHECK(paused["read_s"].is_null());
+  const auto& after = timeline[kPause + 1]["process_clocks"][0];
+  CHECK(after["read_s"] == after["set_s"]);
 }

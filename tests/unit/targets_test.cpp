@@ -231,15 +231,20 @@ TEST_CASE("a store's clock is read through its clock probe, and a probe that fai
   options.command =
       "python3 -c 'import socket,sys,time; s=socket.socket(); s.bind((\"127.0.0.1\", int(sys.argv[1]))); "
       "s.listen(); time.sleep(60)' {store_port}";
+  options.probe_timeout = std::chrono::seconds(1);
   const auto probe_of = [&](const std::string& probe) {
     auto with_probe = options;
     with_probe.clock_probe = probe;
     return infra::StoreProcess(with_probe, dir.path() / "data", dir.path() / "store.log", {});
   };
   CHECK_FALSE(probe_of("").wall_clock_s().has_value());
+  CHECK(probe_of("echo 1700000070 123456").wall_clock_s() == 1700000070);
   // The port is filled in: the probe sees the store's own.
-  const auto store = probe_of("echo 1700000070 123456 {store_port}");
-  CHECK(store.wall_clock_s() == 1700000070);
+  const auto store = probe_of("echo {store_port}");
+  CHECK(store.wall_clock_s() == store.port());
+  // Only its answer is read: what it says on stderr (a number, here) goes to the store's log.
+  CHECK(probe_of("sh -c 'echo 99 >&2; echo 1700000070'").wall_clock_s() == 1700000070);
   CHECK_THROWS_WITH(probe_of("echo no time").wall_clock_s(), ContainsSubstring("printed no whole number: no time"));
   CHECK_THROWS_WITH(probe_of("false").wall_clock_s(), ContainsSubstring("clock probe (false) exited with code 1"));
+  CHECK_THROWS_WITH(probe_of("sleep 30").wall_clock_s(), ContainsSubstring("did not answer within 1 s"));
 }

@@ -1,6 +1,7 @@
 #include "infra/store_process.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <regex>
 #include <thread>
 
@@ -119,13 +120,20 @@ std::optional<std::int64_t> StoreProcess::wall_clock_s() const {
   };
   CommandResult result;
   try {
-    // timeout: a store that stopped answering must not hold the run.
-    result = run_command({"timeout", "10", "/bin/sh", "-c", "exec env " + probe});
+    // timeout: a store that stopped answering must not hold the run (SIGKILL
+    // when the probe outlives SIGTERM). Its stderr goes to the store's log,
+    // so that nothing but its answer is read as the clock.
+    result = run_command({"timeout", "-k", "5", std::to_string(options_.probe_timeout.count()), "/bin/sh", "-c",
+                          "exec env " + probe + " 2>>" + text::shell_quoted(log_path_.string())});
   } catch (const std::exception& e) {
     throw why(std::string("cannot be started: ") + e.what());
   }
+  if (result.exit_code == 124 || result.exit_code == 128 + SIGKILL) {
+    throw why("did not answer within " + std::to_string(options_.probe_timeout.count()) + " s");
+  }
   if (result.exit_code != 0) {
-    throw why("exited with code " + std::to_string(result.exit_code) + ": " + std::string(text::trim(result.output)));
+    throw why("exited with code " + std::to_string(result.exit_code) + " (its stderr is in " + log_path_.string() +
+              "): " + std::string(text::trim(result.output)));
   }
   std::smatch number;
   if (!std::regex_search(result.output, number, std::regex("-?[0-9]+"))) {

@@ -32,11 +32,14 @@ struct StoreOptions {
   // or "skewbench" for a program libfaketime cannot start: docs/real-clocks.md).
   std::string wall_clock = "libfaketime";
   // Asks the store its wall clock (Redis: `redis-cli -p {store_port} TIME`):
-  // run by /bin/sh with the same placeholders, outside the clock library (it
-  // asks; the store answers by its own clock); the first whole number it
-  // prints is the store's Unix second. Empty: the store cannot be asked.
+  // one command, run as `exec env COMMAND` by /bin/sh like the store's, with
+  // the same placeholders, outside the clock library (it asks; the store
+  // answers by its own clock); the first whole number on its standard output
+  // is the store's Unix second, and its standard error goes to the store's
+  // log. Empty: the store cannot be asked.
   std::string clock_probe;
   std::chrono::milliseconds ready_timeout{10000};
+  std::chrono::seconds probe_timeout{10};  // for one answer of the clock probe
 };
 
 class StoreProcess {

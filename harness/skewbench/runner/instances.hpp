@@ -111,7 +111,8 @@ class ScenarioInstances {
   nlohmann::json process_clocks();
 
  private:
-  // An instance of the service, or its store (no remote: asked nothing).
+  // An instance of the service, or its store (no remote: asked through its
+  // target's clock probe).
   struct Instance {
     infra::RemoteApi* remote = nullptr;  // as the steps reach it (through client when set)
     std::unique_ptr<InstanceClient> client;

@@ -63,7 +63,10 @@ Session::Session(const SessionOptions& options) : options_(options), stack_(std:
     description_.store = {{"name", store->name()},
                           {"port", store->port()},
                           {"command", options.services.store->command},
-                          {"wall_clock", options.services.store->wall_clock}};
+                          {"wall_clock", options.services.store->wall_clock},
+                          {"clock_probe", options.services.store->clock_probe.empty()
+                                              ? nlohmann::json(nullptr)
+                                              : nlohmann::json(options.services.store->clock_probe)}};
   }
 }
 

@@ -49,7 +49,8 @@ std::optional<infra::StoreOptions> read_store(ObjectReader& root, const fs::path
     store.wall_clock = *wall_clock;
   }
   if (const auto probe = reader.optional_string("clock_probe")) {
-    if (probe->empty()) throw InputError("$.store.clock_probe", "is empty; leave it out when the store cannot be asked");
+    if (probe->empty())
+      throw InputError("$.store.clock_probe", "is empty; leave it out when the store cannot be asked");
     store.clock_probe = *probe;
   }
   reader.finish();
