@@ -56,6 +56,10 @@ bool nests_too_deep(std::string_view text) {
   return false;
 }
 
+std::string too_large_message(std::size_t bytes) {
+  return std::to_string(bytes) + " bytes of JSON, more than the " + std::to_string(kMaxJsonBytes) + " skewbench reads";
+}
+
 std::string too_deep_message() {
   return "nested deeper than " + std::to_string(kMaxJsonDepth) + " arrays and objects; no skewbench input needs more";
 }
@@ -63,6 +67,7 @@ std::string too_deep_message() {
 }  // namespace
 
 nlohmann::json parse_json_text(std::string_view text) {
+  if (text.size() > kMaxJsonBytes) throw InputError("$", too_large_message(text.size()));
   if (nests_too_deep(text)) throw InputError("$", too_deep_message());
   // nlohmann keeps the last of two equal keys; a strict reader refuses them.
   std::vector<std::set<std::string>> keys_of_open_objects;
@@ -92,6 +97,7 @@ nlohmann::json parse_json_text(std::string_view text) {
 }
 
 nlohmann::json parse_bounded_json(std::string_view text) {
+  if (text.size() > kMaxJsonBytes) throw std::runtime_error(too_large_message(text.size()));
   if (nests_too_deep(text)) throw std::runtime_error(too_deep_message());
   return nlohmann::json::parse(text.begin(), text.end());
 }

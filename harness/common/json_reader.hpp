@@ -37,17 +37,21 @@ std::string_view json_type_name(const nlohmann::json& value);
 
 // How deeply arrays and objects may nest in an input file.
 inline constexpr std::size_t kMaxJsonDepth = 64;
+// The largest JSON text either parser reads (a run's whole evidence file
+// included). An answer from a service is held to --max-answer-bytes before it
+// gets here.
+inline constexpr std::size_t kMaxJsonBytes = 64 * 1024 * 1024;
 
 // Parses text as JSON; a syntax error becomes an InputError at "$" that says
 // where (byte offset) the text stopped making sense, and so does nesting
-// deeper than kMaxJsonDepth.
+// deeper than kMaxJsonDepth or a text longer than kMaxJsonBytes.
 nlohmann::json parse_json_text(std::string_view text);
 
 // JSON that skewbench did not write itself, or that a user may have edited:
 // an evidence file, a cells.jsonl line, a remote's answer. Parsed as
 // nlohmann::json::parse does, after a scan that refuses nesting deeper than
 // kMaxJsonDepth (a std::runtime_error saying so), since copying or printing a
-// deeper value would overflow the stack.
+// deeper value would overflow the stack, and a text longer than kMaxJsonBytes.
 nlohmann::json parse_bounded_json(std::string_view text);
 
 class ObjectReader {

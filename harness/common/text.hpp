@@ -78,6 +78,25 @@ inline std::string_view trim(std::string_view s) {
   return s;
 }
 
+// At most `max_bytes` of untrusted bytes (an answer's body) for a message:
+// bytes that are not printable ASCII as \xNN, and what was left off counted.
+inline std::string short_prefix(std::string_view bytes, std::size_t max_bytes = 200) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : bytes.substr(0, max_bytes)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  if (bytes.size() > max_bytes) out += "... (" + std::to_string(bytes.size()) + " bytes in all)";
+  return out;
+}
+
 // "1 job", "2 jobs": `word` with an "s" unless there is exactly one.
 inline std::string plural(std::uint64_t count, const std::string& word) {
   return std::to_string(count) + " " + word + (count == 1 ? "" : "s");

@@ -1,12 +1,13 @@
 #include "remote_effect/launcher.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 #include <httplib.h>
@@ -15,6 +16,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/errors.hpp"
+#include "common/http_exchange.hpp"
+#include "common/json_reader.hpp"
+#include "common/stop_request.hpp"
 #include "common/text.hpp"
 
 namespace skewbench::remote_effect {
@@ -50,25 +55,57 @@ std::string connect_host(const std::string& host) {
   return host;
 }
 
+// One check of GET /health may take this long, and no longer than what is
+// left of the time to get ready.
+constexpr std::chrono::milliseconds kHealthCheckDeadline{2000};
+constexpr std::string_view kNothingAnswered = "nothing answered yet";
+
 // What GET /health answers now: nullopt while nothing listens or the answer
-// is not a ready one; the reason it is not ready in `why`.
-std::optional<nlohmann::json> healthy_answer(const std::string& host, int port, DedupeMode mode, std::string& why) {
-  httplib::Client client(connect_host(host), port);
-  client.set_tcp_nodelay(true);
-  client.set_connection_timeout(1, 0);
-  client.set_read_timeout(2, 0);
-  const auto result = client.Get("/health");
-  if (!result) {
-    why = "GET /health: " + httplib::to_string(result.error());
+// is not a ready one; the reason it is not ready in `why`. The exchange is
+// bounded (deadline, size) and its body read by the bounded JSON parser: the
+// service is not trusted yet. A stop request throws Interrupted.
+std::optional<nlohmann::json> healthy_answer(const std::string& host, int port, DedupeMode mode,
+                                             std::chrono::milliseconds left, std::string& why) {
+  const auto deadline = std::clamp(left, std::chrono::milliseconds(1), kHealthCheckDeadline);
+  http::BoundedClient client(connect_host(host), port,
+                             {.deadline = deadline, .max_answer_bytes = http::kDefaultMaxAnswerBytes});
+  httplib::Request request;
+  request.method = "GET";
+  request.path = "/health";
+  const auto answer = client.send(std::move(request));
+  switch (answer.end) {
+    case http::ExchangeEnd::stopped:
+      throw Interrupted();
+    case http::ExchangeEnd::failed:
+      why = "GET /health: " + httplib::to_string(answer.error);
+      return std::nullopt;
+    case http::ExchangeEnd::too_large:
+      why = "GET /health: its body is larger than " + std::to_string(http::kDefaultMaxAnswerBytes) + " bytes";
+      return std::nullopt;
+    case http::ExchangeEnd::deadline:
+      // A last check cut short by the time to get ready keeps the reason before it.
+      if (deadline == kHealthCheckDeadline || why == kNothingAnswered) {
+        why = "GET /health: no whole answer within " + std::to_string(deadline.count()) + " ms (" +
+              http::received_so_far(answer) + ")";
+      }
+      return std::nullopt;
+    case http::ExchangeEnd::answered:
+      break;
+  }
+  if (answer.status != 200) {
+    why = "GET /health answered " + std::to_string(answer.status);
     return std::nullopt;
   }
-  if (result->status != 200) {
-    why = "GET /health answered " + std::to_string(result->status);
+  nlohmann::json body;
+  try {
+    body = parse_bounded_json(answer.body);
+  } catch (const std::exception& e) {
+    why = "GET /health answered a body that is not JSON skewbench reads (" + std::string(e.what()) +
+          "): " + text::short_prefix(answer.body);
     return std::nullopt;
   }
-  const auto body = nlohmann::json::parse(result->body, nullptr, false);
   if (!body.is_object() || body.value("status", nlohmann::json()) != "ok") {
-    why = "GET /health answered without \"status\": \"ok\": " + result->body.substr(0, 200);
+    why = "GET /health answered without \"status\": \"ok\": " + text::short_prefix(answer.body);
     return std::nullopt;
   }
   const auto reported = body.value("idempotency_mode", nlohmann::json());
@@ -169,33 +206,44 @@ void RemoteEffectProcess::start_command(int port) {
 void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset,
                                              const std::string& previous_boot_id) {
   const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
-  std::string why = "nothing answered yet";
+  std::string why(kNothingAnswered);
   const auto exited = [&] {
     if (const auto code = process.wait_for_exit(std::chrono::milliseconds(0))) {
       throw std::runtime_error("the service command exited with code " + std::to_string(*code) +
                                " before it was ready: " + log_since(options_.stderr_path, log_offset));
     }
   };
-  while (std::chrono::steady_clock::now() < deadline) {
-    exited();
-    if (const auto health = healthy_answer(options_.host, port, options_.dedupe, why)) {
-      const auto boot_id = health->value("boot_id", nlohmann::json()).is_string()
-                               ? (*health)["boot_id"].get<std::string>()
-                               : std::string();
-      // An answer from the process before (it may not have let go of the
-      // port yet) is not this one's.
-      if (previous_boot_id.empty() || boot_id != previous_boot_id) {
-        exited();  // answered by something else on the port, while this one failed
-        boot_id_ = boot_id;
-        ready_line_ = *health;
-        return;
+  const auto give_up = [&] {
+    process.signal_group(SIGKILL);
+    process.stop();
+  };
+  try {
+    while (std::chrono::steady_clock::now() < deadline) {
+      exited();
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (const auto health = healthy_answer(options_.host, port, options_.dedupe, left, why)) {
+        const auto boot_id = health->value("boot_id", nlohmann::json()).is_string()
+                                 ? (*health)["boot_id"].get<std::string>()
+                                 : std::string();
+        // An answer from the process before (it may not have let go of the
+        // port yet) is not this one's.
+        if (previous_boot_id.empty() || boot_id != previous_boot_id) {
+          exited();  // answered by something else on the port, while this one failed
+          boot_id_ = boot_id;
+          ready_line_ = *health;
+          return;
+        }
+        why = "GET /health is still answered by the process before (boot_id " + boot_id + ")";
       }
-      why = "GET /health is still answered by the process before (boot_id " + boot_id + ")";
+      // The pause between two checks ends at once on a stop request.
+      if (wait_readable_or_stop(-1, stop_request_fd(), 20)) throw Interrupted();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } catch (const Interrupted&) {
+    give_up();
+    throw;
   }
-  process.signal_group(SIGKILL);
-  process.stop();
+  give_up();
   throw std::runtime_error("the service command was not ready within " +
                            std::to_string(options_.ready_timeout.count()) + " ms (" + why +
                            "): " + log_since(options_.stderr_path, log_offset));
@@ -241,7 +289,7 @@ void RemoteEffectProcess::start(int port) {
 
   nlohmann::json ready;
   try {
-    ready = nlohmann::json::parse(*line);
+    ready = parse_bounded_json(*line);
     if (ready.at("service").get<std::string>() != "remote-effect") {
       throw std::runtime_error("service is not remote-effect");
     }

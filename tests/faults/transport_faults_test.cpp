@@ -170,7 +170,7 @@ TEST_CASE("a POST to a hung remote fails with the timeout that fired, not as ACK
   for (const bool drop_ack : {false, true}) {
     const auto started = std::chrono::steady_clock::now();
     CHECK_THROWS_WITH(client.post_effect(post("op-hung-" + std::to_string(drop_ack), drop_ack)),
-                      ContainsSubstring("read timed out after 1 s"));
+                      ContainsSubstring("timed out after 1 s"));
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
   }
   CHECK_THROWS_WITH(client.status("op-hung", 100), ContainsSubstring("timed out after 1 s"));

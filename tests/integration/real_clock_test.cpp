@@ -205,7 +205,7 @@ TEST_CASE("The fault proxy's drop_ack leaves the driver ACK_UNKNOWN and the serv
   launch.state_db = dir.path() / "remote.db";
   launch.stderr_path = (dir.path() / "remote-effect.log").string();
   re::RemoteEffectProcess service(launch);
-  infra::FaultProxy proxy(service.base_url(), 10);
+  infra::FaultProxy proxy(service.base_url(), {.timeout_s = 10});
 
   const auto deliver = [](infra::RemoteApi& remote, const std::string& operation) {
     return remote.post_effect({.operation_id = operation,
@@ -262,7 +262,7 @@ TEST_CASE("The fault proxy resets, delays, and refuses a fault it does not know,
   launch.state_db = dir.path() / "remote.db";
   launch.stderr_path = (dir.path() / "remote-effect.log").string();
   re::RemoteEffectProcess service(launch);
-  infra::FaultProxy proxy(service.base_url(), 10);
+  infra::FaultProxy proxy(service.base_url(), {.timeout_s = 10});
   httplib::Client client(proxy.base_url());
   client.set_tcp_nodelay(true);
   client.set_read_timeout(std::chrono::seconds(10));
@@ -311,7 +311,7 @@ TEST_CASE("The fault proxy passes an encoded answer on as the service encoded it
   std::thread serving([&] { upstream.listen_after_bind(); });
   while (!upstream.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   {
-    infra::FaultProxy proxy("http://127.0.0.1:" + std::to_string(port), 10);
+    infra::FaultProxy proxy("http://127.0.0.1:" + std::to_string(port), {.timeout_s = 10});
     httplib::Client client(proxy.base_url());
     client.set_tcp_nodelay(true);
     client.set_decompress(false);  // to see the bytes as they arrive

@@ -140,7 +140,7 @@ sweep::SweepSettings cell_settings(const SweepRequest& request, const SweepPlan&
           .shard = plan.shard,
           .progress = !request.services.quiet,
           .interrupted = &stop,
-          .http_timeouts = {.timeout_s = request.services.http_timeout_s},
+          .http_limits = request.services.http_limits(),
           .db_timeouts = {.timeout_s = request.services.db_timeout_s, .stop = &stop},
           .max_unreachable_s = request.max_unreachable_s,
           .previous = previous,

@@ -12,6 +12,8 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include "common/json_reader.hpp"
+
 namespace skewbench::artifacts {
 namespace {
 
@@ -35,7 +37,7 @@ const valijson::Schema& compiled(std::string_view name) {
   for (const auto& [schema_name, text] : schemas::kEvidenceSchemas) {
     if (schema_name != name) continue;
     auto& entry = cache[std::string(name)];
-    entry.first = nlohmann::json::parse(text);
+    entry.first = parse_bounded_json(text);
     entry.second = std::make_unique<valijson::Schema>();
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
     valijson::adapters::NlohmannJsonAdapter adapter(entry.first);

@@ -74,8 +74,13 @@ void add_service_options(CLI::App* command, cli::ServiceArgs& services) {
   command->add_flag("--quiet,-q", services.quiet, "no progress on stderr, no results table; failures still shown");
   command
       ->add_option("--http-timeout", services.http_timeout_s,
-                   "seconds to wait on the remote to connect, send or answer (default 30)")
+                   "seconds one exchange with the remote may take, connect to the last byte of its answer "
+                   "(default 30)")
       ->check(CLI::Range(1, 3600));
+  command
+      ->add_option("--max-answer-bytes", services.max_answer_bytes,
+                   "the largest answer body read from the remote; a larger one is an ERROR (default 1048576)")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
   command
       ->add_option("--db-timeout", services.db_timeout_s,
                    "seconds to wait on PostgreSQL to connect or run a statement (default 30)")
@@ -227,8 +232,14 @@ CLI::App* add_targets(CLI::App& app, cli::TargetsArgs& targets) {
   command->add_option("--remote-effect-bin", services.remote_effect_binary,
                       "remote-effect executable, for a target that runs it (default: next to skewbench, then PATH)");
   command->add_flag("--quiet,-q", services.quiet, "no progress on stderr");
-  command->add_option("--http-timeout", services.http_timeout_s, "seconds to wait on a service (default 30)")
+  command
+      ->add_option("--http-timeout", services.http_timeout_s,
+                   "seconds one exchange with a service may take (default 30)")
       ->check(CLI::Range(1, 3600));
+  command
+      ->add_option("--max-answer-bytes", services.max_answer_bytes,
+                   "the largest answer body read from a service; a larger one is an ERROR (default 1048576)")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
   command->add_option("--db-timeout", services.db_timeout_s, "seconds to wait on PostgreSQL (default 30)")
       ->check(CLI::Range(1, 3600));
   command->footer(footer("skewbench targets --out findings --expect docs/targets.md",

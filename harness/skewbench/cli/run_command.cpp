@@ -12,6 +12,7 @@
 #include "cli/github.hpp"
 #include "common/errors.hpp"
 #include "common/files.hpp"
+#include "common/stop_request.hpp"
 #include "common/text.hpp"
 #include "published/published.hpp"
 #include "sweep/file_check.hpp"
@@ -25,7 +26,12 @@ std::atomic<bool>& interrupted_flag() {
 
 namespace {
 
-extern "C" void on_stop_signal(int) { interrupted_flag().store(true); }
+// The flag for the checks between steps; the stop request for the waits in
+// between (an HTTP exchange, a service's start), which it cuts at once.
+extern "C" void on_stop_signal(int) {
+  interrupted_flag().store(true);
+  request_stop();
+}
 
 // The pipelines' lines, on stderr after the program's name; under GitHub
 // Actions each phase in a log group of its own.
@@ -82,6 +88,7 @@ void use_log_groups(bool groups) { the_stderr_observer().use_log_groups(groups);
 void end_log_group() { the_stderr_observer().close_group(); }
 
 void install_signal_handlers() {
+  stop_request_fd();  // created here, never in the handler
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);

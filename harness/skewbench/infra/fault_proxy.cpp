@@ -53,15 +53,19 @@ bool send_all(int fd, std::string_view bytes) {
   return true;
 }
 
-// Appends what arrives within `timeout_s` to `buffer`; false on end of
-// stream, an error or the timeout.
-bool read_more(int fd, std::string& buffer, int timeout_s) {
-  pollfd p{fd, POLLIN, 0};
+using Clock = std::chrono::steady_clock;
+
+// Appends what arrives before `deadline` to `buffer`; false on end of stream,
+// an error, the deadline or a readable `stop_fd`.
+bool read_more(int fd, std::string& buffer, Clock::time_point deadline, int stop_fd) {
+  const auto left_ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left_ms <= 0) return false;
+  pollfd p[2] = {{fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
   int ready = 0;
   do {
-    ready = ::poll(&p, 1, timeout_s * 1000);
+    ready = ::poll(p, 2, static_cast<int>(left_ms));
   } while (ready < 0 && errno == EINTR);
-  if (ready <= 0) return false;
+  if (ready <= 0 || p[1].revents != 0 || p[0].revents == 0) return false;
   char chunk[16 * 1024];
   ssize_t n = 0;
   do {
@@ -87,12 +91,15 @@ struct ClientRequest {
   }
 };
 
-// Reads one request from the connection; nullopt when it ends first, or
-// when the request cannot be framed (the proxy then closes the connection).
-std::optional<ClientRequest> read_request(int fd, std::string& buffer, int timeout_s) {
+// Reads one request from the connection, whole within `timeout`; nullopt
+// when the connection ends, the deadline passes or `stop_fd` is readable
+// first, or when the request cannot be framed (the proxy then closes the
+// connection).
+std::optional<ClientRequest> read_request(int fd, std::string& buffer, std::chrono::seconds timeout, int stop_fd) {
+  const auto deadline = Clock::now() + timeout;
   std::size_t head_end = 0;
   while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos) {
-    if (buffer.size() > kMaxHeadBytes || !read_more(fd, buffer, timeout_s)) return std::nullopt;
+    if (buffer.size() > kMaxHeadBytes || !read_more(fd, buffer, deadline, stop_fd)) return std::nullopt;
   }
   const std::string_view head(buffer.data(), head_end);
   ClientRequest request;
@@ -124,7 +131,7 @@ std::optional<ClientRequest> read_request(int fd, std::string& buffer, int timeo
   }
   const auto body_start = head_end + 4;
   while (buffer.size() < body_start + content_length) {
-    if (!read_more(fd, buffer, timeout_s)) return std::nullopt;
+    if (!read_more(fd, buffer, deadline, stop_fd)) return std::nullopt;
   }
   request.body = buffer.substr(body_start, content_length);
   buffer.erase(0, body_start + content_length);
@@ -145,6 +152,8 @@ std::string reason_phrase(int status) {
       return "Unprocessable Entity";
     case 500:
       return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
     case 503:
       return "Service Unavailable";
     default:
@@ -185,8 +194,6 @@ httplib::Request forwarded_request(const ClientRequest& request) {
   return forwarded;
 }
 
-// One request from the client: its fault applied, forwarded, and the
-// service's answer passed on, dropped or cut off.
 // Waits `delay_ms` of wall time, or less when `stop_fd` becomes readable (the
 // proxy is being destroyed).
 void wait_or_stop(std::int64_t delay_ms, int stop_fd) {
@@ -195,35 +202,60 @@ void wait_or_stop(std::int64_t delay_ms, int stop_fd) {
   }
 }
 
-AfterRequest pass_on(const ClientRequest& request, int client_fd, httplib::Client& upstream, FaultCounts& counts,
+// The proxy's own answer when the service's could not be read within the
+// limits: the client learns why instead of waiting out its own deadline.
+std::string cut_off_answer(const http::Exchange& exchange, const http::ExchangeLimits& limits) {
+  const auto why = exchange.end == http::ExchangeEnd::too_large
+                       ? "the service's answer body is larger than " + std::to_string(limits.max_answer_bytes) +
+                             " bytes (--max-answer-bytes); the rest was not read"
+                       : "the service's answer did not arrive whole within " +
+                             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limits.deadline).count()) +
+                             " s (--http-timeout): " + http::received_so_far(exchange);
+  const auto body = nlohmann::json{{"error", "proxy_upstream"}, {"detail", why}}.dump();
+  return response_bytes(502, {{std::string(kProxyErrorHeader), why}, {"Content-Type", "application/json"}}, body, true);
+}
+
+// The fault of a request, or the 400 that refuses it; nullopt for none.
+std::optional<Fault> fault_of(const ClientRequest& request, int client_fd, FaultCounts& counts, bool& refused) {
+  const auto text = request.header(kFaultHeader);
+  if (!text) return std::nullopt;
+  auto fault = parse_fault(*text);
+  if (!fault) {
+    counts.add(request.header(remote_effect::kOperationIdHeader).value_or(""), &ProxyCounts::refused_faults);
+    const auto body = nlohmann::json{
+        {"error", "invalid_fault"},
+        {"header", std::string(kFaultHeader)},
+        {"detail",
+         "expected drop_ack, reset or delay_ms=N (0..60000), not \"" + *text +
+             "\""}}.dump();
+    send_all(client_fd, response_bytes(400, {{"Content-Type", "application/json"}}, body, true));
+    refused = true;
+  }
+  return fault;
+}
+
+// One request from the client: its fault applied, forwarded, and the
+// service's answer passed on, dropped or cut off.
+AfterRequest pass_on(const ClientRequest& request, int client_fd, http::BoundedClient& upstream, FaultCounts& counts,
                      int stop_fd) {
   const auto operation_id = request.header(remote_effect::kOperationIdHeader).value_or("");
-  std::optional<Fault> fault;
-  if (const auto text = request.header(kFaultHeader)) {
-    fault = parse_fault(*text);
-    if (!fault) {
-      counts.add(operation_id, &ProxyCounts::refused_faults);
-      const auto body = nlohmann::json{
-          {"error", "invalid_fault"},
-          {"header", std::string(kFaultHeader)},
-          {"detail",
-           "expected drop_ack, reset or delay_ms=N (0..60000), not \"" + *text +
-               "\""}}.dump();
-      send_all(client_fd, response_bytes(400, {{"Content-Type", "application/json"}}, body, true));
-      return AfterRequest::close;
-    }
-  }
+  bool refused = false;
+  const auto fault = fault_of(request, client_fd, counts, refused);
+  if (refused) return AfterRequest::close;
   if (fault && fault->kind == Fault::Kind::delay) {
     counts.add(operation_id, &ProxyCounts::delayed);
     wait_or_stop(fault->delay_ms, stop_fd);
   }
-  httplib::Response answer;
-  httplib::Error error = httplib::Error::Success;
   counts.add(operation_id, &ProxyCounts::forwarded);
-  auto forwarded = forwarded_request(request);
-  if (!upstream.send(forwarded, answer, error)) {
+  const auto answer = upstream.send(forwarded_request(request));
+  if (answer.end == http::ExchangeEnd::deadline || answer.end == http::ExchangeEnd::too_large) {
+    counts.add(operation_id, &ProxyCounts::cut_off);
+    send_all(client_fd, cut_off_answer(answer, upstream.limits()));
+    return AfterRequest::close;
+  }
+  if (!answer.answered()) {
     counts.add(operation_id, &ProxyCounts::unanswered);
-    return AfterRequest::close;  // the service closed without an answer: so does the proxy
+    return AfterRequest::close;  // the service closed without an answer (or the proxy stops): so does the proxy
   }
   if (fault && fault->kind == Fault::Kind::drop_ack) {
     // Only an answer that says the service took the request counts as a
@@ -236,7 +268,8 @@ AfterRequest pass_on(const ClientRequest& request, int client_fd, httplib::Clien
     counts.add(operation_id, &ProxyCounts::resets);
     return AfterRequest::reset;
   }
-  const bool close = request.close || same_name(answer.get_header_value("Connection"), "close");
+  const auto connection = answer.headers.find("Connection");
+  const bool close = request.close || (connection != answer.headers.end() && same_name(connection->second, "close"));
   if (!send_all(client_fd, response_bytes(answer.status, answer.headers, answer.body, close)) || close) {
     return AfterRequest::close;
   }
@@ -273,9 +306,9 @@ ProxyCounts FaultCounts::totals() const {
   return totals_;
 }
 
-FaultProxy::FaultProxy(const std::string& upstream_url, int timeout_s, std::shared_ptr<FaultCounts> counts)
+FaultProxy::FaultProxy(const std::string& upstream_url, HttpLimits limits, std::shared_ptr<FaultCounts> counts)
     : upstream_url_(upstream_url),
-      timeout_s_(std::max(1, timeout_s)),
+      limits_(limits),
       counts_(counts ? std::move(counts) : std::make_shared<FaultCounts>()) {
   parse_http_url(upstream_url_);  // throws std::invalid_argument on a bad URL
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -374,21 +407,17 @@ void FaultProxy::serve(int client_fd) {
 
 void FaultProxy::serve_requests(int client_fd) {
   const auto endpoint = parse_http_url(upstream_url_);
-  httplib::Client upstream(endpoint.host, endpoint.port);
-  upstream.set_tcp_nodelay(true);
-  upstream.set_keep_alive(true);
+  http::BoundedClient upstream(endpoint.host, endpoint.port, limits_.exchange(), stop_pipe_[0]);
+  upstream.client().set_keep_alive(true);
   // The answer's body goes on as the service encoded it: a cpp-httplib built
   // with zlib would otherwise inflate a gzip answer and pass it on still
   // labelled gzip, which the driver cannot read.
-  upstream.set_decompress(false);
-  upstream.set_connection_timeout(timeout_s_, 0);
-  upstream.set_read_timeout(timeout_s_, 0);
-  upstream.set_write_timeout(timeout_s_, 0);
+  upstream.client().set_decompress(false);
 
   std::string buffer;
   auto next = AfterRequest::serve_next;
   while (next == AfterRequest::serve_next) {
-    const auto request = read_request(client_fd, buffer, timeout_s_);
+    const auto request = read_request(client_fd, buffer, std::chrono::seconds(limits_.timeout_s), stop_pipe_[0]);
     if (!request) break;
     next = pass_on(*request, client_fd, upstream, *counts_, stop_pipe_[0]);
   }

@@ -18,6 +18,13 @@
 // X-Drop-Ack, a crash), the proxy closes the client's too: what the client
 // sees is what it would have seen without the proxy.
 //
+// Every exchange with the service is bounded as the driver's are
+// (common/http_exchange.hpp): when the service's answer does not arrive whole
+// within the deadline, or its body passes the size limit, the client gets a
+// 502 whose X-Skewbench-Proxy-Error header says which; the excess is never
+// read. Reading a client's request has the same deadline. The destructor cuts
+// every exchange in flight, so it never waits on a slow service.
+//
 // The proxy counts what it did per operation (the X-Operation-Id of the
 // request), so that an acknowledgement it dropped is a measured count, like
 // the service's own ack_drops.
@@ -33,9 +40,13 @@
 #include <thread>
 #include <vector>
 
+#include "infra/http_remote.hpp"
+
 namespace skewbench::infra {
 
 inline constexpr std::string_view kFaultHeader = "X-Skewbench-Fault";
+// On the proxy's own 502: why the service's answer could not be passed on.
+inline constexpr std::string_view kProxyErrorHeader = "X-Skewbench-Proxy-Error";
 
 struct Fault {
   enum class Kind { drop_ack, reset, delay };
@@ -54,6 +65,7 @@ struct ProxyCounts {
   std::int64_t resets = 0;          // answers read and the connection aborted (reset)
   std::int64_t delayed = 0;         // requests held back before forwarding (delay_ms)
   std::int64_t unanswered = 0;      // requests the service closed without an answer
+  std::int64_t cut_off = 0;         // answers past the deadline or the size limit (answered 502)
   std::int64_t refused_faults = 0;  // X-Skewbench-Fault values that were not a fault (answered 400)
 };
 
@@ -75,10 +87,10 @@ class FaultCounts {
 class FaultProxy {
  public:
   // Listens on 127.0.0.1 on a free port and forwards to `upstream_url`
-  // ("http://host:port"); every wait on either side is bounded by
-  // `timeout_s`. Counts into `counts` (its own when null). Throws
+  // ("http://host:port"); every exchange on either side is bounded by
+  // `limits`. Counts into `counts` (its own when null). Throws
   // InfrastructureError when it cannot listen.
-  FaultProxy(const std::string& upstream_url, int timeout_s, std::shared_ptr<FaultCounts> counts = nullptr);
+  FaultProxy(const std::string& upstream_url, HttpLimits limits, std::shared_ptr<FaultCounts> counts = nullptr);
   // Stops accepting, ends every open connection, and joins their threads.
   ~FaultProxy();
   FaultProxy(const FaultProxy&) = delete;
@@ -100,7 +112,7 @@ class FaultProxy {
   void reap_finished_workers();
 
   std::string upstream_url_;
-  int timeout_s_;
+  HttpLimits limits_;
   int listen_fd_ = -1;
   int stop_pipe_[2] = {-1, -1};
   int port_ = 0;

@@ -1,22 +1,19 @@
 #include "infra/http_remote.hpp"
 
 #include <charconv>
-#include <chrono>
 #include <stdexcept>
 
 #include <httplib.h>
 
-#include "common/elapsed.hpp"
 #include "common/errors.hpp"
 #include "common/json_reader.hpp"
+#include "common/text.hpp"
 #include "infra/fault_proxy.hpp"
 #include "infra/http_failure.hpp"
 #include "remote_effect/protocol.hpp"
 
 namespace skewbench::infra {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 namespace protocol = remote_effect;
 
@@ -27,8 +24,11 @@ httplib::Headers to_httplib(const std::vector<std::pair<std::string, std::string
 nlohmann::json parse_body(const std::string& body, const std::string& what) {
   try {
     return parse_bounded_json(body);
-  } catch (const std::exception&) {
-    throw InfrastructureError(what + ": the remote answered with a body that is not JSON");
+  } catch (const nlohmann::json::parse_error&) {
+    throw InfrastructureError(what + ": the remote answered with a body that is not JSON: " + text::short_prefix(body));
+  } catch (const std::exception& e) {
+    // Valid JSON past the parser's bounds (nesting): refused unread.
+    throw InfrastructureError(what + ": the remote answered with JSON skewbench does not read: " + e.what());
   }
 }
 
@@ -60,39 +60,61 @@ HttpEndpoint parse_http_url(const std::string& url) {
   return out;
 }
 
-HttpRemote::HttpRemote(const std::string& base_url, HttpTimeouts timeouts, WireOptions wire)
-    : base_url_(base_url), timeouts_(timeouts), wire_(wire) {
-  if (timeouts_.timeout_s < 1) throw std::invalid_argument("the HTTP timeout must be at least 1 s");
+HttpRemote::HttpRemote(const std::string& base_url, HttpLimits limits, WireOptions wire)
+    : base_url_(base_url), limits_(limits), wire_(wire) {
+  if (limits_.timeout_s < 1) throw std::invalid_argument("the HTTP timeout must be at least 1 s");
+  if (limits_.max_answer_bytes < 1) throw std::invalid_argument("the answer size limit must be at least 1 byte");
   const auto endpoint = parse_http_url(base_url);
-  client_ = std::make_unique<httplib::Client>(endpoint.host, endpoint.port);
-  client_->set_tcp_nodelay(true);
-  client_->set_keep_alive(true);
-  client_->set_connection_timeout(timeouts_.timeout_s, 0);
-  client_->set_read_timeout(timeouts_.timeout_s, 0);
-  client_->set_write_timeout(timeouts_.timeout_s, 0);
+  client_ = std::make_unique<http::BoundedClient>(endpoint.host, endpoint.port, limits_.exchange());
+  client_->client().set_keep_alive(true);
 }
 
-std::string HttpRemote::describe_failure(int error, std::int64_t waited_us) const {
-  const auto err = static_cast<httplib::Error>(error);
-  const auto limit = std::to_string(timeouts_.timeout_s) + " s (--http-timeout)";
-  // cpp-httplib reports a read that timed out and a connection the peer
-  // closed both as Error::Read; the time waited tells them apart.
-  const bool waited_full_timeout = waited_us >= static_cast<std::int64_t>(timeouts_.timeout_s) * 1000000 * 9 / 10;
-  if (waited_full_timeout) {
-    switch (err) {
-      case httplib::Error::Read:
-        return "read timed out after " + limit + "; the remote may still apply the request";
-      case httplib::Error::Write:
-        return "write timed out after " + limit;
-      case httplib::Error::Connection:
-      case httplib::Error::ConnectionTimeout:
-        return "connect timed out after " + limit;
-      default:
-        break;
+std::string HttpRemote::name(const std::string& method, const std::string& path) const {
+  return method + " " + base_url_ + path;
+}
+
+std::string HttpRemote::describe_failure(const http::Exchange& exchange) const {
+  if (exchange.error == httplib::Error::Read) {
+    return "the connection closed without a response (reset, or the remote stopped); " +
+           http::received_so_far(exchange);
+  }
+  return failure_reason(exchange.error, base_url_);
+}
+
+http::Exchange HttpRemote::exchange(const std::string& method, const std::string& path,
+                                    const std::vector<std::pair<std::string, std::string>>& headers,
+                                    const std::string& body) {
+  httplib::Request request;
+  request.method = method;
+  request.path = path;
+  request.headers = to_httplib(headers);
+  if (method == "POST") {
+    request.body = body;
+    request.set_header("Content-Type", "application/json");
+  }
+  auto ex = client_->send(std::move(request));
+  switch (ex.end) {
+    case http::ExchangeEnd::stopped:
+      throw Interrupted();
+    case http::ExchangeEnd::deadline:
+      throw InfrastructureError(name(method, path) + ": timed out after " + std::to_string(limits_.timeout_s) +
+                                " s (--http-timeout, one deadline over connect, request, head and body): " +
+                                http::received_so_far(ex) + "; the remote may still apply the request");
+    case http::ExchangeEnd::too_large:
+      throw InfrastructureError(name(method, path) + ": the answer's body is larger than " +
+                                std::to_string(limits_.max_answer_bytes) +
+                                " bytes (--max-answer-bytes); the rest was not read and none of it is kept");
+    case http::ExchangeEnd::answered:
+    case http::ExchangeEnd::failed:
+      break;
+  }
+  if (ex.answered()) {
+    if (const auto proxy_error = ex.headers.find(std::string(kProxyErrorHeader)); proxy_error != ex.headers.end()) {
+      throw InfrastructureError(name(method, path) +
+                                ": the fault proxy got no usable answer from the service: " + proxy_error->second);
     }
   }
-  if (err == httplib::Error::Read) return "the connection closed without a response (reset, or the remote stopped)";
-  return failure_reason(err, base_url_);
+  return ex;
 }
 
 HttpRemote::~HttpRemote() = default;
@@ -109,36 +131,32 @@ std::vector<std::pair<std::string, std::string>> HttpRemote::on_wire(
 
 PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
   const auto wire_headers = on_wire(protocol::post_effect_headers(r), r.drop_ack);
-  const auto headers = to_httplib(wire_headers);
   auto ex = sent("POST", "/effects", wire_headers, r.body);
-  const auto start = Clock::now();
-  auto res = client_->Post("/effects", headers, r.body, "application/json");
-  ex.duration_us = micros_since(start);
-  if (!res) {
-    const auto err = res.error();
-    const bool closed_before_timeout =
-        err == httplib::Error::Read && ex.duration_us < static_cast<std::int64_t>(timeouts_.timeout_s) * 900000;
+  const auto answer = exchange("POST", "/effects", wire_headers, r.body);
+  ex.duration_us = answer.waited_us;
+  if (!answer.answered()) {
     // The planned outcome of X-Drop-Ack: the remote committed, then closed the
     // connection without a byte. The caller checks the remote's request log,
     // since a reset before the remote read the request looks the same here.
-    if (r.drop_ack && closed_before_timeout) {
+    if (r.drop_ack && answer.error == httplib::Error::Read && !answer.head_received) {
       ex.response_body = nullptr;
       return read_post(std::move(ex), TransportOutcome::AckUnknown, "POST /effects");
     }
     const std::string drop_how =
         wire_.ack_loss == AckLoss::proxy ? " (drop_ack by the fault proxy)" : " (X-Drop-Ack: 1)";
-    throw InfrastructureError("POST " + base_url_ + "/effects" + (r.drop_ack ? drop_how : "") + ": " +
-                              describe_failure(static_cast<int>(err), ex.duration_us) +
+    throw InfrastructureError(name("POST", "/effects") + (r.drop_ack ? drop_how : "") + ": " +
+                              describe_failure(answer) +
                               (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
   }
-  ex.http_status = res->status;
-  ex.response_body = parse_body(res->body, "POST /effects");
-  if (res->status != 200 && res->status != 409 && res->status != 422) {
-    throw InfrastructureError("POST /effects answered " + std::to_string(res->status) + ": " + res->body);
+  ex.http_status = answer.status;
+  ex.response_body = parse_body(answer.body, "POST /effects");
+  if (answer.status != 200 && answer.status != 409 && answer.status != 422) {
+    throw InfrastructureError("POST /effects answered " + std::to_string(answer.status) + ": " +
+                              text::short_prefix(answer.body));
   }
   auto posted = read_post(std::move(ex), TransportOutcome::AckReceived, "POST /effects");
-  if (res->status != 200) {
-    const bool fenced = res->status == 409 && posted.answer.delivery == protocol::Delivery::fenced_out;
+  if (answer.status != 200) {
+    const bool fenced = answer.status == 409 && posted.answer.delivery == protocol::Delivery::fenced_out;
     posted.outcome = fenced ? TransportOutcome::FencedOut : TransportOutcome::Rejected;
   }
   return posted;
@@ -146,50 +164,41 @@ PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
 
 StatusExchange HttpRemote::status(const std::string& operation_id, std::int64_t logical_time_s) {
   const auto wire_headers = on_wire(protocol::logical_time_headers(logical_time_s), false);
-  const auto headers = to_httplib(wire_headers);
   const std::string path = "/status/" + operation_id;
   auto ex = sent("GET", path, wire_headers);
-  const auto start = Clock::now();
-  auto res = client_->Get(path, headers);
-  ex.duration_us = micros_since(start);
-  if (!res) {
-    throw InfrastructureError("GET " + base_url_ + path + ": " +
-                              describe_failure(static_cast<int>(res.error()), ex.duration_us));
+  const auto answer = exchange("GET", path, wire_headers, "");
+  ex.duration_us = answer.waited_us;
+  if (!answer.answered()) throw InfrastructureError(name("GET", path) + ": " + describe_failure(answer));
+  if (answer.status != 200) {
+    throw InfrastructureError("GET " + path + " answered " + std::to_string(answer.status) + ": " +
+                              text::short_prefix(answer.body));
   }
-  if (res->status != 200) {
-    throw InfrastructureError("GET " + path + " answered " + std::to_string(res->status) + ": " + res->body);
-  }
-  ex.http_status = res->status;
-  ex.response_body = parse_body(res->body, "GET /status");
+  ex.http_status = answer.status;
+  ex.response_body = parse_body(answer.body, "GET /status");
   return read_status(std::move(ex), "GET " + path);
 }
 
 GcExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logical_time_s) {
   const auto wire_headers = on_wire(protocol::logical_time_headers(logical_time_s), false);
-  const auto headers = to_httplib(wire_headers);
   const std::string path = "/maintenance/gc/" + operation_id;
   auto ex = sent("POST", path, wire_headers);
-  const auto start = Clock::now();
-  auto res = client_->Post(path, headers, "{}", "application/json");
-  ex.duration_us = micros_since(start);
-  if (!res) throw InfrastructureError("POST " + base_url_ + path + " failed: " + httplib::to_string(res.error()));
-  if (res->status != 200) {
-    throw InfrastructureError("POST " + path + " answered " + std::to_string(res->status) + ": " + res->body);
+  const auto answer = exchange("POST", path, wire_headers, "{}");
+  ex.duration_us = answer.waited_us;
+  if (!answer.answered()) throw InfrastructureError(name("POST", path) + ": " + describe_failure(answer));
+  if (answer.status != 200) {
+    throw InfrastructureError("POST " + path + " answered " + std::to_string(answer.status) + ": " +
+                              text::short_prefix(answer.body));
   }
-  ex.http_status = res->status;
-  ex.response_body = parse_body(res->body, "POST /maintenance/gc");
+  ex.http_status = answer.status;
+  ex.response_body = parse_body(answer.body, "POST /maintenance/gc");
   return read_gc(std::move(ex), "POST " + path);
 }
 
 HealthExchange HttpRemote::health() {
-  const auto start = Clock::now();
-  auto res = client_->Get("/health");
-  if (!res) {
-    throw InfrastructureError("GET " + base_url_ +
-                              "/health: " + describe_failure(static_cast<int>(res.error()), micros_since(start)));
-  }
-  if (res->status != 200) throw InfrastructureError("GET /health answered " + std::to_string(res->status));
-  return read_health(parse_body(res->body, "GET /health"), "GET /health");
+  const auto answer = exchange("GET", "/health", {}, "");
+  if (!answer.answered()) throw InfrastructureError(name("GET", "/health") + ": " + describe_failure(answer));
+  if (answer.status != 200) throw InfrastructureError("GET /health answered " + std::to_string(answer.status));
+  return read_health(parse_body(answer.body, "GET /health"), "GET /health");
 }
 
 }  // namespace skewbench::infra

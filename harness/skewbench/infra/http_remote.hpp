@@ -10,20 +10,25 @@
 // failure (refused or reset connection, a timeout, a POST not meant to drop
 // that gets no answer) is an InfrastructureError that says what happened.
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
+#include "common/http_exchange.hpp"
 #include "infra/ports.hpp"
-
-namespace httplib {
-class Client;
-}
 
 namespace skewbench::infra {
 
-// Every wait on the remote is bounded: connecting, sending and reading.
-struct HttpTimeouts {
-  int timeout_s = 30;  // --http-timeout
+// Every exchange with the remote is bounded (common/http_exchange.hpp): one
+// deadline over connecting, sending and reading the whole answer, and a size
+// limit on the answer's body.
+struct HttpLimits {
+  int timeout_s = 30;                                           // --http-timeout
+  std::size_t max_answer_bytes = http::kDefaultMaxAnswerBytes;  // --max-answer-bytes
+
+  http::ExchangeLimits exchange() const {
+    return {.deadline = std::chrono::seconds(timeout_s), .max_answer_bytes = max_answer_bytes};
+  }
 };
 
 // What the client puts on the wire besides the protocol's own headers.
@@ -45,7 +50,7 @@ HttpEndpoint parse_http_url(const std::string& url);
 
 class HttpRemote final : public RemoteApi {
  public:
-  explicit HttpRemote(const std::string& base_url, HttpTimeouts timeouts = {}, WireOptions wire = {});
+  explicit HttpRemote(const std::string& base_url, HttpLimits limits = {}, WireOptions wire = {});
   ~HttpRemote() override;
 
   PostExchange post_effect(const PostEffectRequest& request) override;
@@ -56,17 +61,25 @@ class HttpRemote final : public RemoteApi {
   const std::string& base_url() const { return base_url_; }
 
  private:
-  // Why a request got no response, in words that name the timeout that fired.
-  std::string describe_failure(int error, std::int64_t waited_us) const;
+  // One bounded exchange. A stop request throws Interrupted; the deadline, the
+  // size limit and an error the fault proxy answered for the service throw
+  // InfrastructureError naming the exchange and what had arrived. What the
+  // transport did otherwise is the caller's to judge.
+  http::Exchange exchange(const std::string& method, const std::string& path,
+                          const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body);
+  // Why a request got no answer, in words.
+  std::string describe_failure(const http::Exchange& exchange) const;
+  // "POST http://127.0.0.1:P/effects"
+  std::string name(const std::string& method, const std::string& path) const;
 
   // The protocol's headers, less what `wire_` leaves off, plus the fault header.
   std::vector<std::pair<std::string, std::string>> on_wire(std::vector<std::pair<std::string, std::string>> headers,
                                                            bool drop_ack) const;
 
   std::string base_url_;
-  HttpTimeouts timeouts_;
+  HttpLimits limits_;
   WireOptions wire_;
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<http::BoundedClient> client_;
 };
 
 }  // namespace skewbench::infra

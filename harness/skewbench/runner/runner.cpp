@@ -171,6 +171,11 @@ void run_step(const scenario::Scenario& s, std::size_t i, steps::StepContext& co
     record.duration_us = micros_since(step_started);
     instances.drive_clocks();
     record.process_clocks = instances.process_clocks();
+  } catch (const InfrastructureError& e) {
+    // The error names the step whose exchange failed, before what failed.
+    record.duration_us = micros_since(step_started);
+    result.timeline.push_back(std::move(record));
+    throw InfrastructureError("step " + std::to_string(i) + " (" + std::string(step.kind()) + "): " + e.what());
   } catch (...) {
     record.duration_us = micros_since(step_started);
     result.timeline.push_back(std::move(record));

@@ -75,10 +75,10 @@ Session::~Session() = default;
 Session::Client Session::connect(std::size_t index) {
   Client client;
   client.endpoint = stack_->instance(index);
-  client.http = std::make_unique<infra::HttpRemote>(
-      client.endpoint.driver_url, infra::HttpTimeouts{.timeout_s = options_.services.http_timeout_s},
-      infra::WireOptions{.sends_logical_time = client.endpoint.clock == nullptr,
-                         .ack_loss = options_.services.ack_loss_or_default()});
+  client.http =
+      std::make_unique<infra::HttpRemote>(client.endpoint.driver_url, options_.services.http_limits(),
+                                          infra::WireOptions{.sends_logical_time = client.endpoint.clock == nullptr,
+                                                             .ack_loss = options_.services.ack_loss_or_default()});
   client.outer = client.http.get();
   if (client.endpoint.fault_proxy) {
     client.proxied =
@@ -191,7 +191,7 @@ std::optional<std::string> remote_mode_problem(const StackOptions& services,
   if (!services.remote_url) return std::nullopt;
   std::string running;
   try {
-    infra::HttpRemote remote(*services.remote_url, infra::HttpTimeouts{.timeout_s = services.http_timeout_s});
+    infra::HttpRemote remote(*services.remote_url, services.http_limits());
     const auto mode = remote.health().answer.idempotency_mode;
     running = mode ? std::string(remote_effect::dedupe_mode_name(*mode)) : std::string("(not reported)");
   } catch (const std::exception&) {

@@ -179,7 +179,7 @@ void Stack::start_store(const infra::StoreOptions& store) {
 std::unique_ptr<infra::FaultProxy> Stack::fault_proxy_for(const std::string& service_url) const {
   if (options_.ack_loss_or_default() != infra::AckLoss::proxy) return nullptr;
   try {
-    return std::make_unique<infra::FaultProxy>(service_url, options_.http_timeout_s, fault_counts_);
+    return std::make_unique<infra::FaultProxy>(service_url, options_.http_limits(), fault_counts_);
   } catch (const std::invalid_argument& e) {
     throw InfrastructureError(std::string("fault proxy: ") + e.what());
   }

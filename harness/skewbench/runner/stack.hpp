@@ -18,6 +18,7 @@
 
 #include "common/files.hpp"
 #include "common/vocabulary.hpp"
+#include "infra/http_remote.hpp"
 #include "infra/ports.hpp"
 #include "infra/store_process.hpp"
 #include "steps/step.hpp"
@@ -75,8 +76,10 @@ struct StackOptions {
   // --remote-sync; else full when durable, normal when throwaway.
   std::optional<std::string> remote_sync = std::nullopt;
   bool quiet = false;       // no progress lines on stderr
-  int http_timeout_s = 30;  // connect, send and read on the remote (--http-timeout)
-  int db_timeout_s = 30;    // connect and statement on PostgreSQL (--db-timeout)
+  int http_timeout_s = 30;  // one deadline over each exchange with the remote (--http-timeout)
+  // The largest answer body read from the remote (--max-answer-bytes).
+  std::size_t max_answer_bytes = http::kDefaultMaxAnswerBytes;
+  int db_timeout_s = 30;  // connect and statement on PostgreSQL (--db-timeout)
   // Server binaries of a started cluster (--postgres-bin); else chosen as in infra/postgres_cluster.hpp.
   std::optional<std::string> postgres_bin = std::nullopt;
   // How many remote-effect processes to start, each on its own state file
@@ -115,9 +118,13 @@ struct StackOptions {
     return ack_loss.value_or(clock_mode == ClockMode::real ? infra::AckLoss::proxy : infra::AckLoss::header);
   }
 
-  // The timeouts in force, as the evidence records them.
+  // The limits on each exchange with the remote (--http-timeout, --max-answer-bytes).
+  infra::HttpLimits http_limits() const { return {.timeout_s = http_timeout_s, .max_answer_bytes = max_answer_bytes}; }
+
+  // The timeouts and limits in force, as the evidence records them.
   nlohmann::json timeouts_json() const {
     return {{"http_timeout_s", http_timeout_s},
+            {"max_answer_bytes", max_answer_bytes},
             {"db_connect_timeout_s", db_timeout_s < 2 ? 2 : db_timeout_s},
             {"db_statement_timeout_s", db_timeout_s},
             {"db_transaction_timeout_s", db_timeout_s + 1}};

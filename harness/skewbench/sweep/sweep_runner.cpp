@@ -183,7 +183,7 @@ class WorkerConnections {
     drop();
     try {
       outbox_ = std::make_unique<infra::PgOutbox>(settings_.database_url, settings_.run_id, settings_.db_timeouts);
-      remote_ = std::make_unique<infra::HttpRemote>(remote_url_, settings_.http_timeouts);
+      remote_ = std::make_unique<infra::HttpRemote>(remote_url_, settings_.http_limits);
       remote_->health();
     } catch (const std::exception& e) {
       last_error_ = e.what();

@@ -45,7 +45,7 @@ struct SweepSettings {
   Shard shard;
   bool progress = true;
   const std::atomic<bool>* interrupted = nullptr;
-  infra::HttpTimeouts http_timeouts;
+  infra::HttpLimits http_limits;
   infra::DbTimeouts db_timeouts;
   // A worker whose services stay unreachable this long stops the sweep
   // (--max-unreachable-s); until then it reconnects with bounded backoff.

@@ -1,0 +1,173 @@
+#include "common/http_exchange.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <optional>
+#include <stdexcept>
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/elapsed.hpp"
+#include "common/stop_request.hpp"
+
+namespace skewbench::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After a cut, the watcher cuts again this often until the exchange returns
+// (a cut that lands between two socket calls may find no socket to shut).
+constexpr int kRecutIntervalMs = 50;
+
+// Whole seconds and microseconds of a duration, as cpp-httplib's setters take them.
+std::pair<time_t, time_t> seconds_and_micros(std::chrono::milliseconds duration) {
+  const auto ms = std::max<std::int64_t>(duration.count(), 1);
+  return {static_cast<time_t>(ms / 1000), static_cast<time_t>((ms % 1000) * 1000)};
+}
+
+// The Content-Length an answer declares, when it declares one that parses.
+std::optional<std::uint64_t> declared_length(const httplib::Response& head) {
+  if (!head.has_header("Content-Length")) return std::nullopt;
+  const auto text = head.get_header_value("Content-Length");
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string received_so_far(const Exchange& exchange) {
+  if (!exchange.head_received) return "no answer head had arrived";
+  return "the head (HTTP " + std::to_string(exchange.status) + ") and " + std::to_string(exchange.body_bytes) +
+         " bytes of the body had arrived";
+}
+
+BoundedClient::BoundedClient(const std::string& host, int port, ExchangeLimits limits, int stop_fd)
+    : client_(host, port), limits_(limits), stop_fd_(stop_fd == -2 ? stop_request_fd() : stop_fd) {
+  if (limits_.deadline.count() < 1) throw std::invalid_argument("an exchange's deadline must be positive");
+  if (limits_.max_answer_bytes < 1) throw std::invalid_argument("the answer size limit must be positive");
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) throw std::runtime_error("cannot create an eventfd for an HTTP client's watcher");
+  client_.set_tcp_nodelay(true);
+  // Backstops only: the watcher keeps the deadline. A connect in progress is
+  // not cut by stop(), so it gets no longer than the whole deadline.
+  const auto [seconds, micros] = seconds_and_micros(limits_.deadline);
+  client_.set_connection_timeout(seconds, micros);
+  client_.set_read_timeout(seconds, micros);
+  client_.set_write_timeout(seconds, micros);
+  watcher_ = std::thread([this] { watch(); });
+}
+
+BoundedClient::~BoundedClient() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    quitting_ = true;
+  }
+  wake();
+  watcher_.join();
+  ::close(wake_fd_);
+}
+
+void BoundedClient::wake() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
+}
+
+void BoundedClient::watch() {
+  for (;;) {
+    int timeout_ms = -1;
+    bool watch_stop = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (quitting_) return;
+      watch_stop = !stop_seen_;  // a stop fd stays readable: watched until seen once
+      if (in_flight_ && cut_ != ExchangeEnd::answered) {
+        timeout_ms = kRecutIntervalMs;
+      } else if (in_flight_) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+        timeout_ms = static_cast<int>(std::clamp<std::int64_t>(left, 0, 1'000'000));
+      }
+    }
+    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {watch_stop ? stop_fd_ : -1, POLLIN, 0}};
+    if (::poll(fds, 2, timeout_ms) < 0 && errno != EINTR) return;
+    if (fds[0].revents != 0) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const auto read = ::read(wake_fd_, &count, sizeof count);
+    }
+    bool cut = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (fds[1].revents != 0) stop_seen_ = true;
+      if (in_flight_ && cut_ == ExchangeEnd::answered) {
+        if (stop_seen_)
+          cut_ = ExchangeEnd::stopped;
+        else if (Clock::now() >= deadline_)
+          cut_ = ExchangeEnd::deadline;
+      }
+      cut = in_flight_ && cut_ != ExchangeEnd::answered;
+    }
+    // Outside the lock: stop() waits for a connect in progress to end.
+    if (cut) client_.stop();
+  }
+}
+
+Exchange BoundedClient::send(httplib::Request request) {
+  Exchange exchange;
+  exchange.end = ExchangeEnd::stopped;
+  if (stop_fd_ >= 0 && wait_readable_or_stop(-1, stop_fd_, 0)) return exchange;
+  bool too_large = false;
+  request.response_handler = [&](const httplib::Response& head) {
+    exchange.head_received = true;
+    exchange.status = head.status;
+    exchange.headers = head.headers;
+    // A declared length past the limit is refused before any of it is read.
+    const auto length = declared_length(head);
+    too_large = length && *length > limits_.max_answer_bytes;
+    return !too_large;
+  };
+  request.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
+    exchange.body_bytes += size;
+    if (exchange.body_bytes > limits_.max_answer_bytes) {
+      too_large = true;
+      return false;
+    }
+    exchange.body.append(data, size);
+    return true;
+  };
+  const auto started = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_ = true;
+    deadline_ = started + limits_.deadline;
+    cut_ = ExchangeEnd::answered;
+  }
+  wake();
+  httplib::Response answer;
+  const bool ok = client_.send(request, answer, exchange.error);
+  ExchangeEnd cut = ExchangeEnd::answered;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_ = false;
+    cut = cut_;
+  }
+  exchange.waited_us = micros_since(started);
+  if (ok) {
+    exchange.end = ExchangeEnd::answered;
+    exchange.status = answer.status;
+    exchange.headers = answer.headers;
+  } else if (too_large) {
+    exchange.end = ExchangeEnd::too_large;
+  } else {
+    // A read that failed as the deadline passed is the deadline's, even if
+    // the watcher had not cut it yet.
+    const bool past_deadline = Clock::now() >= started + limits_.deadline;
+    exchange.end = cut != ExchangeEnd::answered ? cut : past_deadline ? ExchangeEnd::deadline : ExchangeEnd::failed;
+  }
+  return exchange;
+}
+
+}  // namespace skewbench::http
