@@ -11,6 +11,7 @@
 
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
+#include "common/text.hpp"
 #include "scenario/scenario.hpp"
 
 using namespace skewbench;
@@ -263,4 +264,18 @@ TEST_CASE("a file nested a million levels deep is refused as input, not a crash"
   // Brackets inside strings are text, not nesting.
   CHECK(parse_bounded_json(json({{"s", std::string(1000, '[')}}).dump())["s"].get<std::string>().size() == 1000);
   CHECK_NOTHROW(parse_json_text(std::string(64, '[') + std::string(64, ']')));
+}
+
+TEST_CASE("both JSON parsers refuse a text longer than kMaxJsonBytes before parsing it") {
+  const std::string huge = "\"" + std::string(kMaxJsonBytes, 'a') + "\"";
+  CHECK_THROWS_WITH(parse_bounded_json(huge), Catch::Matchers::ContainsSubstring("more than the 67108864"));
+  CHECK_THROWS_WITH(parse_json_text(huge), Catch::Matchers::ContainsSubstring("more than the 67108864"));
+  const std::string largest = "\"" + std::string(kMaxJsonBytes - 2, 'a') + "\"";
+  CHECK(parse_bounded_json(largest).get<std::string>().size() == kMaxJsonBytes - 2);
+}
+
+TEST_CASE("a short prefix of untrusted bytes is printable and says how much was left off") {
+  CHECK(text::short_prefix("ok") == "ok");
+  CHECK(text::short_prefix(std::string("a\nb\0\xff", 5)) == "a\\x0ab\\x00\\xff");
+  CHECK(text::short_prefix(std::string(300, 'x'), 10) == std::string(10, 'x') + "... (300 bytes in all)");
 }

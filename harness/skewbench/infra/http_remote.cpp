@@ -149,7 +149,7 @@ PostExchange HttpRemote::post_effect(const PostEffectRequest& r) {
                               (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
   }
   ex.http_status = answer.status;
-  ex.response_body = parse_body(answer.body, "POST /effects");
+  ex.response_body = parse_body(answer.body, name("POST", "/effects"));
   if (answer.status != 200 && answer.status != 409 && answer.status != 422) {
     throw InfrastructureError("POST /effects answered " + std::to_string(answer.status) + ": " +
                               text::short_prefix(answer.body));
@@ -174,7 +174,7 @@ StatusExchange HttpRemote::status(const std::string& operation_id, std::int64_t 
                               text::short_prefix(answer.body));
   }
   ex.http_status = answer.status;
-  ex.response_body = parse_body(answer.body, "GET /status");
+  ex.response_body = parse_body(answer.body, name("GET", path));
   return read_status(std::move(ex), "GET " + path);
 }
 
@@ -190,7 +190,7 @@ GcExchange HttpRemote::gc(const std::string& operation_id, std::int64_t logical_
                               text::short_prefix(answer.body));
   }
   ex.http_status = answer.status;
-  ex.response_body = parse_body(answer.body, "POST /maintenance/gc");
+  ex.response_body = parse_body(answer.body, name("POST", path));
   return read_gc(std::move(ex), "POST " + path);
 }
 
@@ -198,7 +198,7 @@ HealthExchange HttpRemote::health() {
   const auto answer = exchange("GET", "/health", {}, "");
   if (!answer.answered()) throw InfrastructureError(name("GET", "/health") + ": " + describe_failure(answer));
   if (answer.status != 200) throw InfrastructureError("GET /health answered " + std::to_string(answer.status));
-  return read_health(parse_body(answer.body, "GET /health"), "GET /health");
+  return read_health(parse_body(answer.body, name("GET", "/health")), "GET /health");
 }
 
 }  // namespace skewbench::infra
