@@ -79,7 +79,10 @@ void BoundedClient::wake() {
 
 void BoundedClient::watch() {
   for (;;) {
-    int timeout_ms = -1;
+    // Idle, the watcher wakes one deadline's length after it last looked: no
+    // exchange started since can have a deadline before that, so send() never
+    // has to wake it (an eventfd write and a context switch per exchange).
+    auto timeout_ms = static_cast<std::int64_t>(limits_.deadline.count());
     bool watch_stop = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -88,12 +91,12 @@ void BoundedClient::watch() {
       if (in_flight_ && cut_ != ExchangeEnd::answered) {
         timeout_ms = kRecutIntervalMs;
       } else if (in_flight_) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
-        timeout_ms = static_cast<int>(std::clamp<std::int64_t>(left, 0, 1'000'000));
+        timeout_ms = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
       }
     }
+    timeout_ms = std::clamp<std::int64_t>(timeout_ms, 0, 3'600'000);
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {watch_stop ? stop_fd_ : -1, POLLIN, 0}};
-    if (::poll(fds, 2, timeout_ms) < 0 && errno != EINTR) return;
+    if (::poll(fds, 2, static_cast<int>(timeout_ms)) < 0 && errno != EINTR) return;
     if (fds[0].revents != 0) {
       std::uint64_t count = 0;
       [[maybe_unused]] const auto read = ::read(wake_fd_, &count, sizeof count);
@@ -145,7 +148,6 @@ Exchange BoundedClient::send(httplib::Request request) {
     deadline_ = started + limits_.deadline;
     cut_ = ExchangeEnd::answered;
   }
-  wake();
   httplib::Response answer;
   const bool ok = client_.send(request, answer, exchange.error);
   ExchangeEnd cut = ExchangeEnd::answered;

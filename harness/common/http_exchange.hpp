@@ -9,7 +9,9 @@
 //
 // A watcher thread per client keeps the deadline and the stop request: it
 // calls httplib::Client::stop(), the one call cpp-httplib allows from another
-// thread, which shuts the socket down so that the blocked read returns.
+// thread, which shuts the socket down so that the blocked read returns. It
+// never needs waking as an exchange starts, so an exchange costs two mutex
+// locks more than a bare cpp-httplib request.
 // Used by the driver's client, the readiness check of a started service and
 // the fault proxy's upstream side: one mechanism for every exchange.
 
