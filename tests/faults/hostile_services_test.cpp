@@ -301,3 +301,26 @@ TEST_CASE("SIGINT while a started service is not ready yet ends the run at once 
   CHECK(std::chrono::duration<double>(Clock::now() - *signalled).count() < 2);
   CHECK_FALSE(listening(port));
 }
+
+TEST_CASE("SIGINT during a sweep's trickled answers ends it at once with 130 and its --resume line") {
+  HostileServer server({"--mode", "trickle", "--on", "/effects"});
+  TempDir tmp("skewbench-hostile");
+  const auto out = tmp.path() / "sweep";
+  std::optional<Clock::time_point> signalled;
+  const auto ended =
+      run_measured({"sweep", source_path("scenarios/sweeps/018-offset-by-epsilon.json"), "--remote-url", server.url(),
+                    "--database-url", cluster().url(), "--out", out.string(), "--http-timeout", "60", "--jobs", "2"},
+                   [&](pid_t pid) {
+                     server.wait_for_request("POST /effects");
+                     std::this_thread::sleep_for(std::chrono::seconds(1));
+                     signalled = Clock::now();
+                     ::kill(pid, SIGINT);
+                   });
+  INFO(ended.output);
+  REQUIRE(signalled);
+  CHECK(ended.exit_code == 130);
+  CHECK(std::chrono::duration<double>(Clock::now() - *signalled).count() < 2);
+  CHECK_THAT(ended.output, ContainsSubstring("--out " + out.string() + " --resume"));
+  const auto sweep = read_json(out / "sweep.json");
+  CHECK(sweep["complete"] == false);
+}
