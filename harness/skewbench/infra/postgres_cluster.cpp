@@ -15,6 +15,7 @@
 #include "common/errors.hpp"
 #include "common/files.hpp"
 #include "common/loopback_port.hpp"
+#include "common/stop_request.hpp"
 #include "common/subprocess.hpp"
 
 namespace skewbench::infra {
@@ -219,7 +220,12 @@ void PostgresCluster::start(int port) {
     } catch (const std::exception&) {
     }
     if (pid_file.find("\nready") != std::string::npos) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The pause between two looks ends at once on a stop request.
+    if (wait_readable_or_stop(-1, stop_request_fd(), 20)) {
+      server_->stop(std::chrono::milliseconds(2000));
+      server_.reset();
+      throw Interrupted();
+    }
   }
   server_->stop(std::chrono::milliseconds(2000));
   server_.reset();

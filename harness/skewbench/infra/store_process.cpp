@@ -13,6 +13,7 @@
 #include "common/errors.hpp"
 #include "common/files.hpp"
 #include "common/loopback_port.hpp"
+#include "common/stop_request.hpp"
 #include "common/text.hpp"
 
 namespace skewbench::infra {
@@ -92,7 +93,12 @@ void StoreProcess::start() {
                                 log_tail(log_path_));
     }
     if (accepts_connection(port_)) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The pause between two checks ends at once on a stop request.
+    if (wait_readable_or_stop(-1, stop_request_fd(), 20)) {
+      process_->signal_group(SIGKILL);
+      process_->stop();
+      throw Interrupted();
+    }
   }
   process_->signal_group(SIGKILL);
   process_->stop();
