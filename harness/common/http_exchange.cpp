@@ -47,7 +47,7 @@ std::string received_so_far(const Exchange& exchange) {
 }
 
 BoundedClient::BoundedClient(const std::string& host, int port, ExchangeLimits limits, int stop_fd)
-    : client_(host, port), limits_(limits), stop_fd_(stop_fd == -2 ? stop_request_fd() : stop_fd) {
+    : client_(host, port), limits_(limits), stop_fd_(stop_fd == kProcessStopRequest ? stop_request_fd() : stop_fd) {
   if (limits_.deadline.count() < 1) throw std::invalid_argument("an exchange's deadline must be positive");
   if (limits_.max_answer_bytes < 1) throw std::invalid_argument("the answer size limit must be positive");
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -65,7 +65,8 @@ class BoundedClient {
  public:
   // `stop_fd` becomes readable on a stop request: by default the process's
   // (common/stop_request.hpp); the fault proxy passes its own.
-  BoundedClient(const std::string& host, int port, ExchangeLimits limits, int stop_fd = -2);
+  static constexpr int kProcessStopRequest = -2;
+  BoundedClient(const std::string& host, int port, ExchangeLimits limits, int stop_fd = kProcessStopRequest);
   ~BoundedClient();
   BoundedClient(const BoundedClient&) = delete;
   BoundedClient& operator=(const BoundedClient&) = delete;

@@ -308,7 +308,7 @@ ProxyCounts FaultCounts::totals() const {
 
 FaultProxy::FaultProxy(const std::string& upstream_url, HttpLimits limits, std::shared_ptr<FaultCounts> counts)
     : upstream_url_(upstream_url),
-      limits_(limits),
+      limits_({.timeout_s = std::max(1, limits.timeout_s), .max_answer_bytes = limits.max_answer_bytes}),
       counts_(counts ? std::move(counts) : std::make_shared<FaultCounts>()) {
   parse_http_url(upstream_url_);  // throws std::invalid_argument on a bad URL
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
