@@ -15,11 +15,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "remote_effect/connection_server.hpp"
+#include "common/connection_server.hpp"
 #include "remote_effect/group_commit.hpp"
 #include "remote_effect/store.hpp"
 
 namespace skewbench::remote_effect {
+
+using http::ConnectionLimits;
+using http::ConnectionServer;
+using http::ReadFailure;
 
 struct ServiceOptions {
   std::string host = "127.0.0.1";

@@ -1,4 +1,4 @@
-#include "remote_effect/connection_server.hpp"
+#include "common/connection_server.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace skewbench::remote_effect {
+namespace skewbench::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -31,6 +31,7 @@ struct RequestContext {
   std::string head;  // request line and headers, as received
   ReadFailure failure = ReadFailure::none;
   bool dropped = false;
+  bool reset = false;  // dropped with a TCP RST
   bool close_after = false;
   bool responded = false;  // a byte of a response was written
 };
@@ -285,6 +286,15 @@ void ConnectionServer::drop_current_connection() {
   ::shutdown(current_context->sock, SHUT_RDWR);
 }
 
+void ConnectionServer::reset_current_connection() {
+  if (!current_context) return;
+  linger hard{1, 0};  // the close sends RST instead of FIN
+  ::setsockopt(current_context->sock, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  current_context->dropped = true;
+  current_context->reset = true;
+  current_context->close_after = true;
+}
+
 void ConnectionServer::close_after_response() {
   if (current_context) current_context->close_after = true;
 }
@@ -301,15 +311,16 @@ bool ConnectionServer::admit(socket_t sock) {
   return true;
 }
 
-void ConnectionServer::release(socket_t sock, bool drain) {
+void ConnectionServer::release(socket_t sock, Ending ending) {
   // Still registered while draining, so that stop() can cut it short.
-  if (drain) drain_before_close(sock);
+  if (ending == Ending::by_server) drain_before_close(sock);
   {
     std::lock_guard lock(mutex_);
     open_.erase(sock);
   }
-  // Closed only once no other thread can name it any more.
-  ::shutdown(sock, SHUT_RDWR);
+  // Closed only once no other thread can name it any more. A reset skips the
+  // shutdown, which would send a FIN before the RST.
+  if (ending != Ending::reset) ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
 }
 
@@ -325,8 +336,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     ::close(sock);
     return false;
   }
-  const bool closed_after_error = serve(sock);
-  release(sock, closed_after_error);
+  release(sock, serve(sock));
   return true;
 }
 
@@ -345,15 +355,15 @@ bool ConnectionServer::process_request_on(ConnectionStream& stream, bool close_c
   }
 }
 
-bool ConnectionServer::serve(socket_t sock) {
+ConnectionServer::Ending ConnectionServer::serve(socket_t sock) {
   ConnectionStream stream(sock, limits_);
   for (std::size_t served = 1;; ++served) {
-    if (svr_sock_ == INVALID_SOCKET) return false;  // cpp-httplib's stop()
+    if (svr_sock_ == INVALID_SOCKET) return Ending::quietly;  // cpp-httplib's stop()
     {
       std::lock_guard lock(mutex_);
-      if (stopping_) return false;
+      if (stopping_) return Ending::quietly;
     }
-    if (!stream.wait_for_request()) return false;
+    if (!stream.wait_for_request()) return Ending::quietly;
     RequestContext context;
     context.sock = sock;
     current_context = &context;
@@ -363,17 +373,17 @@ bool ConnectionServer::serve(socket_t sock) {
     const bool answered =
         process_request_on(stream, last, connection_closed, [&stream](httplib::Request&) { stream.begin_body(); });
     current_context = nullptr;
-    if (context.dropped) return false;
+    if (context.dropped) return context.reset ? Ending::reset : Ending::quietly;
     if (!context.responded && context.failure == ReadFailure::head_timeout && !context.head.empty()) {
       // The request line itself never ended: cpp-httplib gives up without a
       // word, but the client that sent part of it is owed the 408.
       const auto response = raw_json_response("408 Request Timeout", head_timeout_body_);
       [[maybe_unused]] const auto sent = ::send(sock, response.data(), response.size(), MSG_NOSIGNAL);
-      return true;
+      return Ending::by_server;
     }
-    if (context.close_after || context.failure != ReadFailure::none) return true;
-    if (!answered || last || connection_closed) return false;
+    if (context.close_after || context.failure != ReadFailure::none) return Ending::by_server;
+    if (!answered || last || connection_closed) return Ending::quietly;
   }
 }
 
-}  // namespace skewbench::remote_effect
+}  // namespace skewbench::http

@@ -1,6 +1,7 @@
 #pragma once
 
-// The connection loop of the remote-effect service.
+// The connection loop of skewbench's HTTP servers: the remote-effect service
+// and the effect sink (infra/effect_sink.hpp).
 //
 // cpp-httplib's own loop (0.11) gives each connection a thread of a fixed pool
 // for as long as the connection stays open, reads every request through a
@@ -33,7 +34,7 @@
 
 #include <httplib.h>
 
-namespace skewbench::remote_effect {
+namespace skewbench::http {
 
 struct ConnectionLimits {
   std::size_t max_connections = 512;
@@ -80,17 +81,24 @@ class ConnectionServer : public httplib::Server {
   // Closes the connection without one more byte: the response being built is
   // never sent.
   static void drop_current_connection();
+  // Aborts the connection (TCP RST, no FIN first): the response being built
+  // is never sent, and the client's next read fails with a reset.
+  static void reset_current_connection();
   // Sends the response, then closes the connection.
   static void close_after_response();
 
  private:
+  // How a connection ended: by the client, the idle timeout or a stop
+  // (quietly); closed by the server after a response, an error's or a
+  // handler's close_after_response (drained first, see drain_before_close);
+  // or aborted by reset_current_connection.
+  enum class Ending { quietly, by_server, reset };
+
   bool process_and_close_socket(socket_t sock) override;
   bool admit(socket_t sock);
-  // drain: the connection ends after an error response (see drain_before_close).
-  void release(socket_t sock, bool drain);
-  // Serves requests until the connection ends; true when it ends after an
-  // error response rather than by the client, the idle timeout or a stop.
-  bool serve(socket_t sock);
+  void release(socket_t sock, Ending ending);
+  // Serves requests until the connection ends.
+  Ending serve(socket_t sock);
   // Server::process_request in whichever form the installed cpp-httplib
   // declares it (see connection_server.cpp).
   template <typename ConnectionStream>
@@ -104,4 +112,4 @@ class ConnectionServer : public httplib::Server {
   bool stopping_ = false;    // guarded by mutex_
 };
 
-}  // namespace skewbench::remote_effect
+}  // namespace skewbench::http

@@ -1,0 +1,270 @@
+#include "infra/effect_sink.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include <httplib.h>
+
+#include "common/digest.hpp"
+#include "common/errors.hpp"
+#include "common/json_reader.hpp"
+
+namespace skewbench::infra {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kInstancePrefix = "/instance/";
+constexpr std::int64_t kMaxDelayMs = 60'000;
+constexpr const char* kJson = "application/json";
+
+// The path's segments, empty ones (a doubled or trailing '/') left out.
+std::vector<std::string_view> segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  while (!path.empty()) {
+    const auto slash = path.find('/');
+    const auto segment = path.substr(0, slash);
+    if (!segment.empty()) out.push_back(segment);
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
+// Splits "/instance/NAME/rest" into NAME and "/rest"; no instance for a path
+// without the prefix.
+std::pair<std::optional<std::string>, std::string_view> split_instance(std::string_view path) {
+  if (!path.starts_with(kInstancePrefix)) return {std::nullopt, path};
+  auto rest = path.substr(kInstancePrefix.size());
+  const auto slash = rest.find('/');
+  std::string name(rest.substr(0, slash));
+  if (name.empty()) return {std::nullopt, path};
+  return {std::move(name), slash == std::string_view::npos ? std::string_view() : rest.substr(slash)};
+}
+
+bool matches(const SinkFault& fault, const std::optional<std::string>& operation_id) {
+  return !fault.operation_id || fault.operation_id == operation_id;
+}
+
+}  // namespace
+
+json SinkCall::to_json() const {
+  return {{"sequence", sequence},
+          {"received_unix_ms", received_unix_ms},
+          {"instance", instance ? json(*instance) : json(nullptr)},
+          {"operation_id", operation_id ? json(*operation_id) : json(nullptr)},
+          {"method", method},
+          {"path", path},
+          {"body_sha256", body_sha256},
+          {"body_bytes", body_bytes},
+          {"fault", fault ? json(kSinkFaultKinds.name(*fault)) : json(nullptr)},
+          {"answer", kSinkAnswers.name(answer)},
+          {"applied", applied()}};
+}
+
+std::optional<std::string> read_operation_id(const OperationIdSource& source, const httplib::Headers& headers,
+                                             std::string_view path, std::string_view body) {
+  switch (source.from) {
+    case OperationIdSource::From::header: {
+      // httplib::Headers compares names case-insensitively.
+      const auto found = headers.find(source.header);
+      if (found == headers.end() || found->second.empty()) return std::nullopt;
+      return found->second;
+    }
+    case OperationIdSource::From::json_pointer: {
+      json document;
+      try {
+        document = parse_bounded_json(body);
+        const json::json_pointer pointer(source.json_pointer);
+        if (!document.contains(pointer)) return std::nullopt;
+        const auto& value = document.at(pointer);
+        if (value.is_string() && !value.get<std::string>().empty()) return value.get<std::string>();
+        if (value.is_number_integer()) return value.dump();
+      } catch (const std::exception&) {
+        // Not JSON, or a pointer the body cannot hold: the id is not there.
+      }
+      return std::nullopt;
+    }
+    case OperationIdSource::From::path_segment: {
+      const auto parts = segments(path);
+      if (source.path_segment >= parts.size()) return std::nullopt;
+      return std::string(parts[source.path_segment]);
+    }
+  }
+  return std::nullopt;
+}
+
+EffectSink::EffectSink(Options options)
+    : options_(std::move(options)), server_(std::make_unique<http::ConnectionServer>(options_.limits)) {
+  if (!options_.now_unix_ms) throw std::invalid_argument("EffectSink: no clock (Options::now_unix_ms)");
+  auto& server = *server_;
+  server.set_tcp_nodelay(true);
+  server.set_write_timeout(10, 0);
+  server.set_payload_max_length(options_.limits.max_body_wire_bytes);
+  const auto handler = [this](const httplib::Request& request, httplib::Response& response) {
+    handle(request, response);
+  };
+  server.Get(".*", handler);
+  server.Post(".*", handler);
+  server.Put(".*", handler);
+  server.Patch(".*", handler);
+  server.Delete(".*", handler);
+  port_ = server.bind_to_any_port("127.0.0.1");
+  if (port_ <= 0) throw InfrastructureError("effect sink: cannot listen on 127.0.0.1 (no free port could be bound)");
+  listener_ = std::thread([&server] { server.listen_after_bind(); });
+  // cpp-httplib's stop() acts only on a server that is listening: the
+  // destructor may call it once this has returned. The socket is bound and
+  // listening already, so no call is refused meanwhile.
+  while (!server.is_running()) std::this_thread::yield();
+}
+
+EffectSink::~EffectSink() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  server_->stop();
+  server_->shut_down_connections();
+  listener_.join();
+}
+
+std::string EffectSink::url(const std::string& instance) const {
+  return "http://127.0.0.1:" + std::to_string(port_) + std::string(kInstancePrefix) + instance;
+}
+
+void EffectSink::arm(const SinkFault& fault) {
+  if (fault.calls < 1)
+    throw std::invalid_argument("a sink fault takes at least 1 call, not " + std::to_string(fault.calls));
+  if (fault.delay_ms < 0 || fault.delay_ms > kMaxDelayMs) {
+    throw std::invalid_argument("a sink delay is 0.." + std::to_string(kMaxDelayMs) + " ms, not " +
+                                std::to_string(fault.delay_ms));
+  }
+  std::lock_guard lock(mutex_);
+  armed_.push_back(fault);
+}
+
+void EffectSink::disarm_all() {
+  std::lock_guard lock(mutex_);
+  armed_.clear();
+}
+
+bool EffectSink::wait_until_held(const std::optional<std::string>& operation_id, std::size_t count,
+                                 std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] {
+    const auto held = std::count_if(held_.begin(), held_.end(), [&](const auto& entry) {
+      return !entry.second && (!operation_id || calls_[entry.first].operation_id == operation_id);
+    });
+    return static_cast<std::size_t>(held) >= count;
+  });
+}
+
+std::size_t EffectSink::release(const std::optional<std::string>& operation_id) {
+  std::size_t released = 0;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [index, done] : held_) {
+      if (done || (operation_id && calls_[index].operation_id != operation_id)) continue;
+      done = true;
+      ++released;
+    }
+  }
+  changed_.notify_all();
+  return released;
+}
+
+std::vector<SinkCall> EffectSink::calls() const {
+  std::lock_guard lock(mutex_);
+  return calls_;
+}
+
+std::int64_t EffectSink::applied(const std::string& operation_id) const {
+  std::lock_guard lock(mutex_);
+  return std::count_if(calls_.begin(), calls_.end(),
+                       [&](const SinkCall& call) { return call.applied() && call.operation_id == operation_id; });
+}
+
+std::size_t EffectSink::record_locked(const httplib::Request& request, std::optional<SinkFault>& fault) {
+  SinkCall call;
+  call.sequence = static_cast<std::int64_t>(calls_.size()) + 1;
+  call.received_unix_ms = options_.now_unix_ms();
+  auto [instance, rest] = split_instance(request.path);
+  call.instance = std::move(instance);
+  call.operation_id = read_operation_id(options_.operation_id, request.headers, rest, request.body);
+  call.method = request.method;
+  const auto [_, raw_rest] = split_instance(request.target);
+  call.path = std::string(raw_rest.empty() ? std::string_view("/") : raw_rest);
+  call.body_sha256 = sha256_hex(request.body);
+  call.body_bytes = request.body.size();
+  const auto armed =
+      std::find_if(armed_.begin(), armed_.end(), [&](const SinkFault& f) { return matches(f, call.operation_id); });
+  if (armed != armed_.end()) {
+    fault = *armed;
+    call.fault = armed->kind;
+    if (--armed->calls == 0) armed_.erase(armed);
+  }
+  calls_.push_back(std::move(call));
+  return calls_.size() - 1;
+}
+
+bool EffectSink::hold_locked(std::unique_lock<std::mutex>& lock, std::size_t index) {
+  held_[index] = false;
+  changed_.notify_all();
+  changed_.wait(lock, [&] { return held_[index] || stopping_; });
+  const bool released = held_[index];
+  held_.erase(index);
+  return released;
+}
+
+void EffectSink::handle(const httplib::Request& request, httplib::Response& response) {
+  std::unique_lock lock(mutex_);
+  std::optional<SinkFault> fault;
+  const auto index = record_locked(request, fault);
+  auto answer = SinkAnswer::ok;
+  if (fault) {
+    switch (fault->kind) {
+      case SinkFaultKind::hold:
+        answer = hold_locked(lock, index) ? SinkAnswer::ok : SinkAnswer::stopped;
+        break;
+      case SinkFaultKind::slow:
+        changed_.wait_for(lock, std::chrono::milliseconds(fault->delay_ms), [&] { return stopping_; });
+        answer = stopping_ ? SinkAnswer::stopped : SinkAnswer::ok;
+        break;
+      case SinkFaultKind::fail_500:
+        answer = SinkAnswer::fail_500;
+        break;
+      case SinkFaultKind::reset:
+        answer = SinkAnswer::reset;
+        break;
+      case SinkFaultKind::no_answer:
+        answer = SinkAnswer::no_answer;
+        break;
+    }
+  }
+  calls_[index].answer = answer;
+  const auto sequence = calls_[index].sequence;
+  lock.unlock();
+  changed_.notify_all();
+  switch (answer) {
+    case SinkAnswer::ok:
+      response.status = 200;
+      response.set_content(json{{"sink_call", sequence}, {"applied", true}}.dump(), kJson);
+      break;
+    case SinkAnswer::fail_500:
+      response.status = 500;
+      response.set_content(json{{"sink_call", sequence}, {"applied", false}, {"error", "sink_fault"}}.dump(), kJson);
+      break;
+    case SinkAnswer::reset:
+      http::ConnectionServer::reset_current_connection();
+      break;
+    case SinkAnswer::pending:
+    case SinkAnswer::no_answer:
+    case SinkAnswer::stopped:
+      http::ConnectionServer::drop_current_connection();
+      break;
+  }
+}
+
+}  // namespace skewbench::infra
