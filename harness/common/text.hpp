@@ -70,6 +70,20 @@ inline std::string expand_placeholders(std::string_view text, const std::map<std
   return out;
 }
 
+// The placeholders "{name}" (a name of lowercase letters and '_') that
+// `text` holds, in order, as written; "${name}" (the shell's) is not one.
+inline std::vector<std::string> placeholders_in(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto open = text.find('{'); open != std::string_view::npos; open = text.find('{', open + 1)) {
+    auto close = open + 1;
+    while (close < text.size() && ((text[close] >= 'a' && text[close] <= 'z') || text[close] == '_')) ++close;
+    if (close == open + 1 || close >= text.size() || text[close] != '}') continue;
+    if (open > 0 && text[open - 1] == '$') continue;
+    out.emplace_back(text.substr(open, close - open + 1));
+  }
+  return out;
+}
+
 // `s` without the spaces, tabs and carriage returns at either end.
 inline std::string_view trim(std::string_view s) {
   const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -117,7 +118,69 @@ std::optional<nlohmann::json> healthy_answer(const std::string& host, int port, 
   return body;
 }
 
+// Whether the service's own readiness check passes now (every kind but
+// protocol_health); the reason it does not in `why`.
+bool own_readiness(const LaunchOptions& options, int port, std::uintmax_t log_offset, std::chrono::milliseconds left,
+                   std::string& why) {
+  const auto& ready = options.ready;
+  switch (ready.kind) {
+    case Readiness::Kind::http_get: {
+      http::BoundedClient client(connect_host(options.host), port,
+                                 {.deadline = std::clamp(left, std::chrono::milliseconds(1), kHealthCheckDeadline),
+                                  .max_answer_bytes = http::kDefaultMaxAnswerBytes});
+      httplib::Request request;
+      request.method = "GET";
+      request.path = ready.value;
+      const auto answer = client.send(std::move(request));
+      if (answer.end == http::ExchangeEnd::stopped) throw Interrupted();
+      if (answer.head_received && answer.status >= 200 && answer.status < 300) return true;
+      why = "GET " + ready.value + ": " +
+            (answer.head_received ? "answered " + std::to_string(answer.status) : http::received_so_far(answer));
+      return false;
+    }
+    case Readiness::Kind::tcp_port: {
+      const auto endpoint_host = connect_host(options.host);
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(static_cast<std::uint16_t>(port));
+      const bool parsed = ::inet_pton(AF_INET, endpoint_host.c_str(), &address.sin_addr) == 1;
+      const bool connected =
+          fd >= 0 && parsed && ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+      if (fd >= 0) ::close(fd);
+      if (!connected) why = "port " + std::to_string(port) + " does not accept a connection yet";
+      return connected;
+    }
+    case Readiness::Kind::log_line: {
+      if (!options.stderr_path) throw std::logic_error("a log_line readiness needs the service's log");
+      std::ifstream in(*options.stderr_path, std::ios::binary);
+      in.seekg(static_cast<std::streamoff>(log_offset));
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.find(ready.value) != std::string::npos) return true;
+      why = "its log holds no \"" + ready.value + "\" yet";
+      return false;
+    }
+    case Readiness::Kind::protocol_health:
+      break;
+  }
+  throw std::logic_error("own_readiness: protocol_health");
+}
+
 }  // namespace
+
+nlohmann::json Readiness::to_json() const {
+  switch (kind) {
+    case Kind::protocol_health:
+      return {{"protocol_health", "/health"}};
+    case Kind::http_get:
+      return {{"http_get", value}};
+    case Kind::tcp_port:
+      return {{"tcp_port", true}};
+    case Kind::log_line:
+      return {{"log_line", value}};
+  }
+  return nullptr;
+}
 
 std::string expand_command(const std::string& command, const LaunchOptions& options, int port) {
   // A placeholder is {name} with a lower-case name; other braces (${PORT},
@@ -222,7 +285,14 @@ void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std:
       exited();
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (const auto health = healthy_answer(options_.host, port, options_.dedupe, left, why)) {
+      if (options_.ready.kind != Readiness::Kind::protocol_health) {
+        if (own_readiness(options_, port, log_offset, left, why)) {
+          exited();  // answered by something else on the port, while this one failed
+          boot_id_.clear();
+          ready_line_ = {{"ready", options_.ready.to_json()}};
+          return;
+        }
+      } else if (const auto health = healthy_answer(options_.host, port, options_.dedupe, left, why)) {
         const auto boot_id = health->value("boot_id", nlohmann::json()).is_string()
                                  ? (*health)["boot_id"].get<std::string>()
                                  : std::string();

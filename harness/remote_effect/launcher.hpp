@@ -23,6 +23,21 @@
 
 namespace skewbench::remote_effect {
 
+// When a service of LaunchOptions::command is ready to be asked.
+struct Readiness {
+  enum class Kind {
+    protocol_health,  // GET /health of skewbench's protocol (see LaunchOptions::command)
+    http_get,         // GET `value` (a path of its own) answers 2xx
+    tcp_port,         // its port accepts a connection
+    log_line,         // its log (stdout and stderr) holds `value`, written since it started
+  };
+  Kind kind = Kind::protocol_health;
+  std::string value;
+
+  // What the evidence records: {"http_get": "/healthz"}, {"tcp_port": true}, ...
+  nlohmann::json to_json() const;
+};
+
 struct LaunchOptions {
   std::string binary;  // path of the remote-effect executable
   // Another service of the protocol instead of the binary: one command,
@@ -55,6 +70,9 @@ struct LaunchOptions {
   std::vector<std::string> extra_args;     // appended as given (e.g. --max-connections 8)
   std::optional<std::string> stderr_path;  // service log; inherit stderr when empty
   std::chrono::milliseconds ready_timeout{10000};
+  // How a service of `command` shows it is ready; a service of its own wire
+  // (a black-box target) says which.
+  Readiness ready;
 };
 
 // The placeholders a LaunchOptions::command may hold.
@@ -102,7 +120,7 @@ class RemoteEffectProcess {
  private:
   void start(int port);
   void start_command(int port);
-  // Polls GET /health until the service is ready (see LaunchOptions::command).
+  // Polls until the service is ready (LaunchOptions::ready).
   void wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset,
                           const std::string& previous_boot_id);
 

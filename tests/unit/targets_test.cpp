@@ -122,6 +122,110 @@ TEST_CASE("a target file that cannot be used is refused, naming the file and the
   CHECK_THROWS_WITH(targets::load_target("lib-z", dir.dir.path()), ContainsSubstring("lib-a"));
 }
 
+namespace {
+
+// A service of its own wire, as a user writes one (schema version 2).
+json own_wire_target(const std::string& name) {
+  return {{"schema_version", 2},
+          {"name", name},
+          {"description", "d"},
+          {"library", "app 1.0"},
+          {"install", "apt-get install python3"},
+          {"needs", json::array({"sh"})},
+          {"service",
+           {{"wire", "own"},
+            {"command", "python3 {target_dir}/app.py --port {port} --provider {sink_url} --ttl {ttl_s}"},
+            {"env", {{"PROVIDER", "{sink_url}"}}},
+            {"ready", {{"http_get", "/healthz"}}},
+            {"ttl_s", 60}}},
+          {"request",
+           {{"path", "/payments/{operation_id}"},
+            {"headers", {{"Content-Type", "application/json"}}},
+            {"body", {{"order_id", "{operation_id}"}, {"amount", "{amount}"}}}}},
+          {"answer",
+           {{"status", {{"201", "applied"}, {"200", "replayed"}, {"409", "refused_in_progress"}}},
+            {"json_pointer", "/outcome"},
+            {"values", {{"duplicate", "replayed"}}}}},
+          {"sink", {{"operation_id", {{"json_pointer", "/reference"}}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("a target of its own wire is read with its request, answer rules, sink rule, readiness and TTL") {
+  TargetsDir dir(own_wire_target("lib-a"));
+  const auto t = targets::load_target("lib-a", dir.dir.path());
+  CHECK(t.schema_version == 2);
+  REQUIRE(t.own_wire);
+  CHECK(t.own_wire->target == "lib-a");
+  CHECK(t.own_wire->method == "POST");
+  CHECK(t.own_wire->path == "/payments/{operation_id}");
+  CHECK(t.own_wire->key_header == "Idempotency-Key");
+  CHECK(t.own_wire->body == R"({"amount":"{amount}","order_id":"{operation_id}"})");
+  CHECK(t.own_wire->by_status.at(201) == infra::AnswerClass::applied);
+  CHECK(t.own_wire->by_value.at("duplicate") == infra::AnswerClass::replayed);
+  CHECK(t.sink_operation_id.from == infra::OperationIdSource::From::json_pointer);
+  CHECK(t.sink_operation_id.json_pointer == "/reference");
+  CHECK(t.ready.kind == remote_effect::Readiness::Kind::http_get);
+  CHECK(t.ttl_s == 60);
+
+  runner::StackOptions services;
+  targets::use_target(t, services);
+  REQUIRE(services.own_wire);
+  CHECK(services.service_ttl_s == 60);
+  CHECK(services.remote_placeholders.at("{ttl_s}") == "60");
+  CHECK(services.remote_ready.value == "/healthz");
+  CHECK(services.target["wire"] == "own");
+}
+
+TEST_CASE("a target of its own wire that cannot be used is refused before anything starts, naming the path") {
+  auto doc = own_wire_target("lib-a");
+  CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
+  doc["request"]["body"] = "{\"n\": \"{order}\"}";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.request.body: {order} is not a placeholder"));
+  doc = own_wire_target("lib-a");
+  doc["service"]["command"] = "python3 app.py --provider {sink_uri}";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.command: {sink_uri} is not a placeholder"));
+  doc = own_wire_target("lib-a");
+  doc["service"]["env"]["X"] = "{store_port}";  // no store
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.env.X: {store_port}"));
+  doc = own_wire_target("lib-a");
+  doc["answer"]["status"]["2000"] = "applied";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.answer.status.2000"));
+  doc = own_wire_target("lib-a");
+  doc["answer"]["status"]["201"] = "done";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.answer.status.201: \"done\" is not one of"));
+  doc = own_wire_target("lib-a");
+  doc["sink"]["operation_id"] = {{"header", "X-Order"}, {"path_segment", 1}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.sink.operation_id: holds exactly one"));
+  doc = own_wire_target("lib-a");
+  doc["sink"]["operation_id"] = {{"json_pointer", "reference"}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("is not a JSON pointer"));
+  doc = own_wire_target("lib-a");
+  doc["service"].erase("ready");
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.ready: is required"));
+  doc = own_wire_target("lib-a");
+  doc["service"].erase("ttl_s");
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.ttl_s"));
+  doc = own_wire_target("lib-a");
+  doc["request"]["method"] = "GET";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.request.method"));
+  doc = own_wire_target("lib-a");
+  doc["request"]["path"] = "payments";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.request.path"));
+  doc = own_wire_target("lib-a");
+  doc["schema_version"] = 3;
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.schema_version"));
+  // The first form is still read; what belongs to the second is named with how to convert.
+  doc = own_wire_target("lib-a");
+  doc.erase("schema_version");
+  CHECK_THAT(refusal(doc), ContainsSubstring("needs \"schema_version\": 2"));
+  doc = valid_target("lib-a");
+  doc["schema_version"] = 2;
+  CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
+  doc["sink"] = {{"operation_id", {{"header", "X"}}}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.sink: belongs to a service of its own wire"));
+}
+
 TEST_CASE("what a target needs and this machine lacks is named with how to install it") {
   auto doc = valid_target("lib-a");
   doc["needs"] = {"no-such-command-skewbench", "../absent/package.json", "../present.txt"};
@@ -136,6 +240,9 @@ TEST_CASE("every shipped target file is valid and names its folder") {
   const auto all = targets::load_targets(std::string(SKEWBENCH_SOURCE_DIR) + "/targets");
   CHECK(all.size() >= 5);
   for (const auto& t : all) CHECK(t.dir.filename() == t.name);
+  const auto examples = targets::load_targets(std::string(SKEWBENCH_SOURCE_DIR) + "/examples/services");
+  CHECK_FALSE(examples.empty());
+  for (const auto& t : examples) CHECK(t.own_wire.has_value());
 }
 
 TEST_CASE("the clock that let a replay through is the one past the key's expiry, and only it") {

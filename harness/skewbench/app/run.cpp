@@ -91,7 +91,8 @@ SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario:
                                             .interrupted = &stop,
                                             .evaluate_expectations = true,
                                             .database_control = session.stack().database_control(),
-                                            .instances = &session});
+                                            .instances = &session,
+                                            .effect_sink = session.stack().effect_sink()});
     observer.entering(Phase::scenarios);
     for (const auto& s : scenarios) {
       if (!services.quiet) observer.say("running " + s.id);
@@ -219,9 +220,10 @@ std::optional<std::vector<scenario::Scenario>> checked_scenarios(const RunReques
   };
   if (!service_options_are_usable(request.services, observer)) return refused();
   if (!remote_modes_match(request.services, scenarios, observer)) return refused();
-  for (const auto& problem : {runner::control_step_problem(request.services, scenarios),
-                              runner::clock_mode_problem(request.services, scenarios),
-                              runner::instances_problem(request.services, scenarios)}) {
+  for (const auto& problem :
+       {runner::control_step_problem(request.services, scenarios),
+        runner::clock_mode_problem(request.services, scenarios), runner::instances_problem(request.services, scenarios),
+        runner::own_wire_problem(request.services, scenarios)}) {
     if (!problem) continue;
     observer.say(*problem);
     return refused();

@@ -214,24 +214,26 @@ std::string utc_now_iso8601() {
 json scenario_evidence(const scenario::Scenario& s, const runner::ScenarioResult& r, const RunEnvironment& env) {
   json checks = json::array();
   for (const auto& c : r.checks) checks.push_back(check_json(c));
-  return {{"schema_version", kSchemaVersion},
-          {"kind", "scenario_evidence"},
-          {"environment", env.to_json()},
-          {"warnings", env.warnings},
-          {"scenario_id", s.id},
-          {"source", s.source},
-          {"input", s.document},
-          {"policy", {{"name", r.policy}, {"parameters", s.policy->parameters()}}},
-          {"operation_id", r.operation_id},
-          {"idempotency_key", r.idempotency_key},
-          {"timeline", runner::to_json(r.timeline)},
-          {"final", r.final_json()},
-          {"checks", checks},
-          {"verdict", r.verdict},
-          {"error", r.error ? json(*r.error) : json(nullptr)},
-          {"pass", r.pass},
-          {"duration_us", r.duration_us},
-          {"core_digest", json_digest(scenario_core(s, r))}};
+  json out = {{"schema_version", kSchemaVersion},
+              {"kind", "scenario_evidence"},
+              {"environment", env.to_json()},
+              {"warnings", env.warnings},
+              {"scenario_id", s.id},
+              {"source", s.source},
+              {"input", s.document},
+              {"policy", {{"name", r.policy}, {"parameters", s.policy->parameters()}}},
+              {"operation_id", r.operation_id},
+              {"idempotency_key", r.idempotency_key},
+              {"timeline", runner::to_json(r.timeline)},
+              {"final", r.final_json()},
+              {"checks", checks},
+              {"verdict", r.verdict},
+              {"error", r.error ? json(*r.error) : json(nullptr)},
+              {"pass", r.pass},
+              {"duration_us", r.duration_us},
+              {"core_digest", json_digest(scenario_core(s, r))}};
+  if (!r.effect_sink_calls.is_null()) out["effect_sink_calls"] = r.effect_sink_calls;
+  return out;
 }
 
 json run_summary(const std::vector<const scenario::Scenario*>& scenarios,

@@ -182,13 +182,15 @@ void abort_connection(int fd) {
 enum class AfterRequest { serve_next, close, reset };
 
 // The request as the service gets it: without the connection's own headers
-// and without the fault header.
+// and without the proxy's own (the fault and the operation).
 httplib::Request forwarded_request(const ClientRequest& request) {
   httplib::Request forwarded;
   forwarded.method = request.method;
   forwarded.path = request.target;
   for (const auto& [name, value] : request.headers) {
-    if (!hop_by_hop(name) && !same_name(name, kFaultHeader)) forwarded.headers.emplace(name, value);
+    if (!hop_by_hop(name) && !same_name(name, kFaultHeader) && !same_name(name, kOperationHeader)) {
+      forwarded.headers.emplace(name, value);
+    }
   }
   forwarded.body = request.body;
   return forwarded;
@@ -215,13 +217,19 @@ std::string cut_off_answer(const http::Exchange& exchange, const http::ExchangeL
   return response_bytes(502, {{std::string(kProxyErrorHeader), why}, {"Content-Type", "application/json"}}, body, true);
 }
 
+// The operation the proxy counts a request for; empty when it names none.
+std::string operation_of(const ClientRequest& request) {
+  if (auto own = request.header(kOperationHeader)) return *own;
+  return request.header(remote_effect::kOperationIdHeader).value_or("");
+}
+
 // The fault of a request, or the 400 that refuses it; nullopt for none.
 std::optional<Fault> fault_of(const ClientRequest& request, int client_fd, FaultCounts& counts, bool& refused) {
   const auto text = request.header(kFaultHeader);
   if (!text) return std::nullopt;
   auto fault = parse_fault(*text);
   if (!fault) {
-    counts.add(request.header(remote_effect::kOperationIdHeader).value_or(""), &ProxyCounts::refused_faults);
+    counts.add(operation_of(request), &ProxyCounts::refused_faults);
     const auto body = nlohmann::json{
         {"error", "invalid_fault"},
         {"header", std::string(kFaultHeader)},
@@ -238,7 +246,7 @@ std::optional<Fault> fault_of(const ClientRequest& request, int client_fd, Fault
 // service's answer passed on, dropped or cut off.
 AfterRequest pass_on(const ClientRequest& request, int client_fd, http::BoundedClient& upstream, FaultCounts& counts,
                      int stop_fd) {
-  const auto operation_id = request.header(remote_effect::kOperationIdHeader).value_or("");
+  const auto operation_id = operation_of(request);
   bool refused = false;
   const auto fault = fault_of(request, client_fd, counts, refused);
   if (refused) return AfterRequest::close;
@@ -258,10 +266,11 @@ AfterRequest pass_on(const ClientRequest& request, int client_fd, http::BoundedC
     return AfterRequest::close;  // the service closed without an answer (or the proxy stops): so does the proxy
   }
   if (fault && fault->kind == Fault::Kind::drop_ack) {
-    // Only an answer that says the service took the request counts as a
-    // dropped acknowledgement; a refusal dropped is a request nobody logged,
-    // which the driver's ledger then tells apart.
-    if (answer.status == 200) counts.add(operation_id, &ProxyCounts::ack_drops);
+    // Only an answer that says the service took the request (2xx: the
+    // protocol's 200, a service's own 201) counts as a dropped
+    // acknowledgement; a refusal dropped is a request nobody logged, which
+    // the driver's ledger then tells apart.
+    if (answer.status >= 200 && answer.status < 300) counts.add(operation_id, &ProxyCounts::ack_drops);
     return AfterRequest::close;  // the answer was read whole; the client gets none of it
   }
   if (fault && fault->kind == Fault::Kind::reset) {

@@ -25,9 +25,9 @@
 // read. Reading a client's request has the same deadline. The destructor cuts
 // every exchange in flight, so it never waits on a slow service.
 //
-// The proxy counts what it did per operation (the X-Operation-Id of the
-// request), so that an acknowledgement it dropped is a measured count, like
-// the service's own ack_drops.
+// The proxy counts what it did per operation (the request's
+// X-Skewbench-Operation, else its X-Operation-Id), so that an acknowledgement
+// it dropped is a measured count, like the service's own ack_drops.
 
 #include <atomic>
 #include <cstdint>
@@ -45,6 +45,10 @@
 namespace skewbench::infra {
 
 inline constexpr std::string_view kFaultHeader = "X-Skewbench-Fault";
+// The operation a request belongs to, for the proxy's counts, when the
+// service's own wire does not carry it in X-Operation-Id; removed like the
+// fault header.
+inline constexpr std::string_view kOperationHeader = "X-Skewbench-Operation";
 // On the proxy's own 502: why the service's answer could not be passed on.
 inline constexpr std::string_view kProxyErrorHeader = "X-Skewbench-Proxy-Error";
 
@@ -61,7 +65,7 @@ std::optional<Fault> parse_fault(std::string_view text);
 // What the proxy did for one operation, or for all.
 struct ProxyCounts {
   std::int64_t forwarded = 0;       // requests sent on to the service
-  std::int64_t ack_drops = 0;       // answers read and not sent on (drop_ack)
+  std::int64_t ack_drops = 0;       // 2xx answers read and not sent on (drop_ack)
   std::int64_t resets = 0;          // answers read and the connection aborted (reset)
   std::int64_t delayed = 0;         // requests held back before forwarding (delay_ms)
   std::int64_t unanswered = 0;      // requests the service closed without an answer

@@ -88,9 +88,9 @@ http::Exchange HttpRemote::exchange(const std::string& method, const std::string
   request.method = method;
   request.path = path;
   request.headers = to_httplib(headers);
-  if (method == "POST") {
+  if (method != "GET") {
     request.body = body;
-    request.set_header("Content-Type", "application/json");
+    if (!request.has_header("Content-Type")) request.set_header("Content-Type", "application/json");
   }
   auto ex = client_->send(std::move(request));
   switch (ex.end) {

@@ -60,9 +60,10 @@ class HttpRemote final : public RemoteApi {
 
   const std::string& base_url() const { return base_url_; }
 
- private:
-  // One bounded exchange. A stop request throws Interrupted; the deadline, the
-  // size limit and an error the fault proxy answered for the service throw
+  // One bounded exchange, for a wire of the service's own too
+  // (infra/own_wire_remote.hpp). A POST without a Content-Type is sent as
+  // JSON. A stop request throws Interrupted; the deadline, the size limit and
+  // an error the fault proxy answered for the service throw
   // InfrastructureError naming the exchange and what had arrived. What the
   // transport did otherwise is the caller's to judge.
   http::Exchange exchange(const std::string& method, const std::string& path,
@@ -72,6 +73,7 @@ class HttpRemote final : public RemoteApi {
   // "POST http://127.0.0.1:P/effects"
   std::string name(const std::string& method, const std::string& path) const;
 
+ private:
   // The protocol's headers, less what `wire_` leaves off, plus the fault header.
   std::vector<std::pair<std::string, std::string>> on_wire(std::vector<std::pair<std::string, std::string>> headers,
                                                            bool drop_ack) const;

@@ -233,8 +233,10 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .posts_sent = 0,
                              .bound_temporal_epoch = std::nullopt,
                              .watermarks_s = {}};
+  const auto first_sink_call = options_.effect_sink ? options_.effect_sink->calls().size() : 0;
   try {
     execute(s, context, result);
+    if (options_.effect_sink) check_sink_calls(first_sink_call, result);
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {
@@ -242,6 +244,11 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
     // nothing, and nothing in it may read as a pass.
     result.error = e.what();
     result.verdict = Verdict::Error;
+  }
+  if (options_.effect_sink) {
+    result.effect_sink_calls = json::array();
+    const auto calls = options_.effect_sink->calls();
+    for (auto i = first_sink_call; i < calls.size(); ++i) result.effect_sink_calls.push_back(calls[i].to_json());
   }
   bool all_pass = !result.error.has_value();
   if (options_.evaluate_expectations) {
@@ -270,6 +277,21 @@ void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& co
   const auto last_at_s = s.steps.back().step->at_s();
   result.final_measurement = measure_final(instances.first(), outbox_, context, context.reference_time(last_at_s));
   result.verdict = compute_verdict(result.final_measurement, result.timeline);
+}
+
+void ScenarioRunner::check_sink_calls(std::size_t first, const ScenarioResult& result) const {
+  const auto calls = options_.effect_sink->calls();
+  for (auto i = first; i < calls.size(); ++i) {
+    const auto& call = calls[i];
+    if (call.operation_id == result.operation_id) continue;
+    const auto from = call.instance ? " from " + *call.instance : std::string(" to no instance's URL");
+    throw InfrastructureError("the effect sink got call " + std::to_string(call.sequence) + " (" + call.method + " " +
+                              call.path + from + ") " +
+                              (call.operation_id
+                                   ? "for operation " + *call.operation_id + ", not this scenario's"
+                                   : "with no operation id where the target's $.sink.operation_id says it is") +
+                              ": an effect skewbench cannot attribute, so no verdict");
+  }
 }
 
 }  // namespace skewbench::runner

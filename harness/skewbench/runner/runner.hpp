@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "infra/effect_sink.hpp"
 #include "infra/ports.hpp"
 #include "runner/instances.hpp"
 #include "scenario/scenario.hpp"
@@ -89,6 +90,9 @@ struct ScenarioResult {
   std::optional<std::string> error;  // set when infrastructure failed
   bool pass = false;                 // every check passed and no error
   std::int64_t duration_us = 0;
+  // The effect sink's calls while the scenario ran, as the evidence records
+  // them; null when the service calls no sink.
+  nlohmann::json effect_sink_calls = nullptr;
 
   // The closing measurement and verdict as the evidence writes them (null when
   // never taken); expectations on the final measurement read these fields.
@@ -116,6 +120,9 @@ struct RunnerOptions {
   // The service's other instances and its process clocks (the session); null
   // when the runner reaches one instance, told the time in each request.
   ServiceInstances* instances = nullptr;
+  // The sink a service of its own wire calls for its effects; null for the
+  // others. Every call while a scenario runs must be for its operation.
+  const infra::EffectSink* effect_sink = nullptr;
 };
 
 class ScenarioRunner {
@@ -129,6 +136,9 @@ class ScenarioRunner {
  private:
   // The steps, then the closing measurement and the verdict; throws on a fault.
   void execute(const scenario::Scenario& scenario, steps::StepContext& context, ScenarioResult& result);
+  // Throws InfrastructureError naming the first call to the effect sink since
+  // call `first` that is not for the scenario's operation.
+  void check_sink_calls(std::size_t first, const ScenarioResult& result) const;
 
   infra::RemoteApi& remote_;
   infra::OutboxApi& outbox_;

@@ -75,12 +75,22 @@ Session::~Session() = default;
 Session::Client Session::connect(std::size_t index) {
   Client client;
   client.endpoint = stack_->instance(index);
-  client.http =
-      std::make_unique<infra::HttpRemote>(client.endpoint.driver_url, options_.services.http_limits(),
-                                          infra::WireOptions{.sends_logical_time = client.endpoint.clock == nullptr,
-                                                             .ack_loss = options_.services.ack_loss_or_default()});
-  client.outer = client.http.get();
-  if (client.endpoint.fault_proxy) {
+  if (const auto& wire = options_.services.own_wire) {
+    // Counted by skewbench: effects at its sink, POSTs as it sends them, lost
+    // answers at its proxy. The service is never asked.
+    const auto* proxy = client.endpoint.fault_proxy;
+    client.own_wire = std::make_unique<infra::OwnWireRemote>(*wire, client.endpoint.driver_url,
+                                                             options_.services.http_limits(), *stack_->effect_sink(),
+                                                             post_tally_, proxy ? &proxy->shared_counts() : nullptr);
+    client.outer = client.own_wire.get();
+  } else {
+    client.http =
+        std::make_unique<infra::HttpRemote>(client.endpoint.driver_url, options_.services.http_limits(),
+                                            infra::WireOptions{.sends_logical_time = client.endpoint.clock == nullptr,
+                                                               .ack_loss = options_.services.ack_loss_or_default()});
+    client.outer = client.http.get();
+  }
+  if (client.endpoint.fault_proxy && !client.own_wire) {
     client.proxied =
         std::make_unique<infra::ProxiedRemote>(*client.outer, client.endpoint.fault_proxy->shared_counts());
     client.outer = client.proxied.get();
@@ -163,6 +173,7 @@ std::optional<std::string> service_options_problem(const StackOptions& services)
       launch.placeholders = services.remote_placeholders;
       if (services.store)
         launch.placeholders.merge(std::map<std::string, std::string>{{"{store_port}", "0"}, {"{store_dir}", "/"}});
+      if (services.own_wire) launch.placeholders["{sink_url}"] = "http://127.0.0.1:1/instance/check";
       remote_effect::expand_command(*services.remote_command, launch, 0);
     } catch (const std::invalid_argument& e) {
       return std::string("--remote-command: ") + e.what();
@@ -227,6 +238,32 @@ std::optional<std::string> instances_problem(const StackOptions& services,
     if (services.remote_url) return what + "which skewbench starts itself; drop --remote-url";
     if (services.remote_port) {
       return what + "and --remote-port " + std::to_string(*services.remote_port) + " is one port";
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> own_wire_problem(const StackOptions& services,
+                                            const std::vector<scenario::Scenario>& scenarios) {
+  if (!services.own_wire) return std::nullopt;
+  const auto& target = services.own_wire->target;
+  if (services.ack_loss_or_default() != infra::AckLoss::proxy) {
+    return "target " + target + " speaks its own wire, which has no X-Drop-Ack: its answers are lost by the fault " +
+           "proxy; drop --ack-loss header";
+  }
+  for (const auto& s : scenarios) {
+    if (services.service_ttl_s && s.ttl_s != *services.service_ttl_s) {
+      return s.source + ": $.ttl_s: " + std::to_string(s.ttl_s) + " s, but target " + target +
+             "'s service is configured with " + std::to_string(*services.service_ttl_s) +
+             " s ($.service.ttl_s of its target file): a scenario runs at the TTL the service keeps";
+    }
+    if (s.dedupe_mode) {
+      return s.source + ": $.remote.dedupe: target " + target +
+             " speaks its own wire; its dedupe mode is its own and cannot be switched";
+    }
+    if (const auto kinds = s.kinds_that(&steps::StepNeeds::reads_service_wide_state); !kinds.empty()) {
+      return s.source + ": " + text::join(kinds, " and ") + " needs skewbench's protocol (the temporal epoch, " +
+             "POST /maintenance/gc), which target " + target + " does not speak";
     }
   }
   return std::nullopt;

@@ -90,8 +90,9 @@ class Session final : public ServiceInstances {
   struct Client {
     InstanceEndpoint endpoint;
     std::unique_ptr<infra::HttpRemote> http;
-    std::unique_ptr<infra::RemoteApi> proxied;  // counts the fault proxy's dropped answers
-    std::unique_ptr<infra::RemoteApi> clocked;  // sets the process clock before each request
+    std::unique_ptr<infra::OwnWireRemote> own_wire;  // a service of its own wire, instead of http
+    std::unique_ptr<infra::RemoteApi> proxied;       // counts the fault proxy's dropped answers
+    std::unique_ptr<infra::RemoteApi> clocked;       // sets the process clock before each request
     infra::RemoteApi* outer = nullptr;
   };
   Client connect(std::size_t index);
@@ -99,6 +100,7 @@ class Session final : public ServiceInstances {
   SessionOptions options_;
   std::unique_ptr<Stack> stack_;
   std::unique_ptr<infra::PgOutbox> outbox_;
+  infra::PostTally post_tally_;  // the POSTs every instance of a service of its own wire took
   std::vector<Client> clients_;  // one per instance reached so far
   ServicesDescription description_;
 };
@@ -124,6 +126,13 @@ std::optional<std::string> control_step_problem(const StackOptions& services,
 // start (--remote-url), or one that listens on one fixed port (--remote-port).
 std::optional<std::string> instances_problem(const StackOptions& services,
                                              const std::vector<scenario::Scenario>& scenarios);
+
+// What a service of its own wire (StackOptions::own_wire) cannot run: a
+// scenario whose TTL is not the one the service is configured with, one that
+// switches the dedupe mode or reads service-wide state (gc, the temporal
+// fence: skewbench's protocol only), and ack loss by header.
+std::optional<std::string> own_wire_problem(const StackOptions& services,
+                                            const std::vector<scenario::Scenario>& scenarios);
 
 // In --clock-mode real, a scenario whose T0 a process clock cannot be set to
 // (infra::process_clock_range_problem); nothing in logical mode, or when all can.

@@ -105,6 +105,7 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
     return;
   }
   if (options.store) start_store(*options.store);
+  if (options.own_wire) start_effect_sink();
   const auto binary = options.remote_command ? std::string() : find_remote_effect_binary(options.remote_effect_binary);
   const unsigned instances = std::max(1u, options.remote_instances);
   if (options.remote_port && instances > 1) {
@@ -134,9 +135,7 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
       launch->port = options.remote_port.value_or(0);  // 0: a free one, kept across restarts
       launch->placeholders = options.remote_placeholders;
       if (store_) launch->placeholders.merge(store_->placeholders());
-      for (const auto& [variable, value] : options.remote_env) {
-        launch->env[variable] = text::expand_placeholders(value, launch->placeholders, false);
-      }
+      launch->ready = options.remote_ready;
     }
     remotes_.push_back(start_instance(name, std::move(launch)));
   }
@@ -147,6 +146,14 @@ Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_ef
   Started started;
   started.name = std::move(name);
   launch->stderr_path = (work_dir_->path() / (started.name + ".log")).string();
+  if (launch->command) {
+    // Each instance calls the sink at a URL of its own, so that every call
+    // names the instance that made it.
+    if (effect_sink_) launch->placeholders["{sink_url}"] = effect_sink_->url(started.name);
+    for (const auto& [variable, value] : options_.remote_env) {
+      launch->env[variable] = text::expand_placeholders(value, launch->placeholders, false);
+    }
+  }
   if (options_.clock_mode == ClockMode::real) {
     started.clock = std::make_unique<infra::ProcessClock>(work_dir_->path() / (started.name + ".clock"),
                                                           infra::find_libfaketime(options_.libfaketime));
@@ -157,6 +164,17 @@ Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_ef
   started.launch = std::move(launch);
   started.fault_proxy = fault_proxy_for(started.process->base_url());
   return started;
+}
+
+void Stack::start_effect_sink() {
+  // Wall time only labels the calls in the evidence; no decision reads it.
+  const auto wall_clock_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  effect_sink_ = std::make_unique<infra::EffectSink>(
+      infra::EffectSink::Options{.operation_id = options_.sink_operation_id, .now_unix_ms = wall_clock_ms});
+  if (!options_.quiet) std::cerr << "skewbench: effect sink listening on 127.0.0.1:" << effect_sink_->port() << "\n";
 }
 
 void Stack::start_store(const infra::StoreOptions& store) {

@@ -18,9 +18,12 @@
 
 #include "common/files.hpp"
 #include "common/vocabulary.hpp"
+#include "infra/effect_sink.hpp"
 #include "infra/http_remote.hpp"
+#include "infra/own_wire_remote.hpp"
 #include "infra/ports.hpp"
 #include "infra/store_process.hpp"
+#include "remote_effect/launcher.hpp"
 #include "steps/step.hpp"
 
 namespace skewbench::infra {
@@ -30,10 +33,6 @@ class ProcessClock;
 class FaultProxy;
 class FaultCounts;
 }  // namespace skewbench::infra
-namespace skewbench::remote_effect {
-class RemoteEffectProcess;
-struct LaunchOptions;
-}  // namespace skewbench::remote_effect
 
 namespace skewbench::runner {
 
@@ -112,6 +111,18 @@ struct StackOptions {
   // The target the service comes from (targets/<name>/target.json), as the
   // evidence records it; null for remote-effect or --remote-command.
   nlohmann::json target = nullptr;
+  // A service of its own wire (a black-box target): how a scenario's POST
+  // goes and its answer reads. The stack then starts the effect sink the
+  // service calls ({sink_url} in its command and environment, one URL per
+  // instance), reading the operation id of a call where `sink_operation_id`
+  // says; its effects are counted there.
+  std::optional<infra::OwnWire> own_wire = std::nullopt;
+  infra::OperationIdSource sink_operation_id = {};
+  // The TTL the service is configured with ({ttl_s}); a scenario with
+  // another is refused before anything starts.
+  std::optional<std::int64_t> service_ttl_s = std::nullopt;
+  // How a service of remote_command shows it is ready.
+  remote_effect::Readiness remote_ready = {};
 
   Durability durability_or_durable() const { return durability.value_or(Durability::durable); }
   infra::AckLoss ack_loss_or_default() const {
@@ -181,6 +192,8 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // The store process, when the service has one (StackOptions::store), and the
   // wall clock it reads in real-clock mode; else null.
   infra::StoreProcess* store() { return store_.get(); }
+  // The effect sink a service of its own wire calls; null for the others.
+  infra::EffectSink* effect_sink() { return effect_sink_.get(); }
   infra::ProcessClock* store_clock() { return store_clock_.get(); }
 
   // A pause_remote step's instances are stopped and not yet let go on.
@@ -204,6 +217,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   };
   Started start_instance(std::string name, std::unique_ptr<remote_effect::LaunchOptions> launch) const;
   void start_store(const infra::StoreOptions& store);
+  void start_effect_sink();
   std::unique_ptr<infra::FaultProxy> fault_proxy_for(const std::string& service_url) const;
   static InstanceEndpoint endpoint_of(const Started& started);
   // The first remote's instances: remotes_.front() and extra_instances_.
@@ -218,6 +232,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // Declared before the instances: they stop first.
   std::unique_ptr<infra::ProcessClock> store_clock_;
   std::unique_ptr<infra::StoreProcess> store_;
+  std::unique_ptr<infra::EffectSink> effect_sink_;  // declared before the instances: outlives their calls
   // The started remotes, one per sweep job; the first is the one a run and
   // every control step use. Empty against an external remote.
   std::vector<Started> remotes_;

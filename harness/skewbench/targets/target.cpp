@@ -10,6 +10,7 @@
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "infra/process_clock.hpp"
+#include "remote_effect/protocol.hpp"
 
 namespace skewbench::targets {
 namespace fs = std::filesystem;
@@ -57,6 +58,174 @@ std::optional<infra::StoreOptions> read_store(ObjectReader& root, const fs::path
   return store;
 }
 
+constexpr std::int64_t kSchemaVersion = 2;
+
+// The placeholders a service command and its environment may hold, for each
+// wire; the stack fills them in (runner/stack.hpp, remote_effect/launcher.hpp).
+std::vector<std::string_view> command_placeholders(bool own_wire, bool has_store) {
+  std::vector<std::string_view> out = {"{target_dir}", "{port}", "{state_db}", "{dedupe}", "{host}", "{remote_effect}"};
+  if (has_store) out.insert(out.end(), {"{store_port}", "{store_dir}"});
+  if (own_wire) out.insert(out.end(), {"{sink_url}", "{ttl_s}"});
+  return out;
+}
+
+void check_placeholders(std::string_view text, const std::vector<std::string_view>& known, const std::string& path) {
+  for (const auto& name : text::placeholders_in(text)) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InputError(path, name + " is not a placeholder here (it may hold " +
+                                 text::join(std::vector<std::string>(known.begin(), known.end()), ", ") + ")");
+    }
+  }
+}
+
+const std::vector<std::string_view> kRequestNames(std::begin(infra::kRequestPlaceholders),
+                                                  std::end(infra::kRequestPlaceholders));
+
+remote_effect::Readiness read_ready(ObjectReader& service) {
+  remote_effect::Readiness ready;
+  const auto* spec = service.optional("ready");
+  if (spec == nullptr) return ready;
+  ObjectReader reader(*spec, "$.service.ready");
+  if (spec->size() != 1) throw InputError("$.service.ready", "holds exactly one of http_get, tcp_port, log_line");
+  if (const auto path = reader.optional_string("http_get")) {
+    if (!path->starts_with('/')) throw InputError("$.service.ready.http_get", "a path starts with '/'");
+    ready = {.kind = remote_effect::Readiness::Kind::http_get, .value = *path};
+  } else if (const auto line = reader.optional_string("log_line")) {
+    if (line->empty()) throw InputError("$.service.ready.log_line", "is empty");
+    ready = {.kind = remote_effect::Readiness::Kind::log_line, .value = *line};
+  } else if (const auto tcp = reader.optional_bool("tcp_port")) {
+    if (!*tcp) throw InputError("$.service.ready.tcp_port", "is true, or left out");
+    ready = {.kind = remote_effect::Readiness::Kind::tcp_port, .value = ""};
+  }
+  reader.finish();
+  return ready;
+}
+
+infra::OperationIdSource read_sink(ObjectReader& root) {
+  ObjectReader sink(root.require_object("sink"), "$.sink");
+  const auto& spec = sink.require_object("operation_id");
+  ObjectReader reader(spec, "$.sink.operation_id");
+  if (spec.size() != 1) {
+    throw InputError("$.sink.operation_id", "holds exactly one of header, json_pointer, path_segment");
+  }
+  infra::OperationIdSource source;
+  if (const auto header = reader.optional_string("header")) {
+    if (header->empty()) throw InputError("$.sink.operation_id.header", "is empty");
+    source.header = *header;
+  } else if (const auto pointer = reader.optional_string("json_pointer")) {
+    try {
+      const json::json_pointer parsed(*pointer);
+    } catch (const std::exception& e) {
+      throw InputError("$.sink.operation_id.json_pointer", "\"" + *pointer + "\" is not a JSON pointer: " + e.what());
+    }
+    source.from = infra::OperationIdSource::From::json_pointer;
+    source.json_pointer = *pointer;
+  } else if (const auto segment = reader.optional_int_within("path_segment", 0, 64)) {
+    source.from = infra::OperationIdSource::From::path_segment;
+    source.path_segment = static_cast<std::size_t>(*segment);
+  }
+  reader.finish();
+  sink.finish();
+  return source;
+}
+
+infra::AnswerClass read_class(const json& value, const std::string& path) {
+  const auto word = expect_string(value, path);
+  const auto parsed = infra::kAnswerClasses.parse(word);
+  if (!parsed) {
+    throw InputError(path, "\"" + word + "\" is not one of: " + text::join(infra::kAnswerClasses.names(), ", "));
+  }
+  return *parsed;
+}
+
+void read_answer(ObjectReader& root, infra::OwnWire& wire) {
+  ObjectReader answer(root.require_object("answer"), "$.answer");
+  const auto& statuses = answer.require_object("status");
+  for (const auto& [code, word] : statuses.items()) {
+    const auto path = "$.answer.status." + code;
+    const auto parsed = remote_effect::parse_int64(code);
+    if (!parsed || *parsed < 100 || *parsed > 599) throw InputError(path, "\"" + code + "\" is not an HTTP status");
+    wire.by_status[static_cast<int>(*parsed)] = read_class(word, path);
+  }
+  if (const auto pointer = answer.optional_string("json_pointer")) {
+    try {
+      const json::json_pointer parsed(*pointer);
+    } catch (const std::exception& e) {
+      throw InputError("$.answer.json_pointer", "\"" + *pointer + "\" is not a JSON pointer: " + e.what());
+    }
+    wire.json_pointer = *pointer;
+    for (const auto& [value, word] : answer.require_object("values").items()) {
+      wire.by_value[value] = read_class(word, "$.answer.values." + value);
+    }
+  }
+  answer.finish();
+}
+
+std::string read_template(const json& value, const std::string& path) {
+  // A body may be written as JSON; its text is the template then.
+  const auto out = value.is_string() ? value.get<std::string>() : value.dump();
+  check_placeholders(out, kRequestNames, path);
+  return out;
+}
+
+infra::OwnWire read_own_wire(ObjectReader& root, const std::string& name) {
+  infra::OwnWire wire;
+  wire.target = name;
+  ObjectReader request(root.require_object("request"), "$.request");
+  wire.method = request.optional_string("method").value_or("POST");
+  static const std::vector<std::string> kMethods = {"POST", "PUT", "PATCH"};
+  if (std::find(kMethods.begin(), kMethods.end(), wire.method) == kMethods.end()) {
+    throw InputError("$.request.method", "\"" + wire.method + "\" is not one of: " + text::join(kMethods, ", "));
+  }
+  wire.path = read_template(request.require_string("path"), "$.request.path");
+  if (!wire.path.starts_with('/')) throw InputError("$.request.path", "a path starts with '/'");
+  wire.key_header = request.optional_string("key_header").value_or("Idempotency-Key");
+  for (const auto& [header, value] : read_env(request, "headers")) {
+    wire.headers.emplace_back(header, read_template(value, "$.request.headers." + header));
+  }
+  wire.body = request.has("body") ? read_template(request.require("body"), "$.request.body") : std::string();
+  request.finish();
+  read_answer(root, wire);
+  return wire;
+}
+
+// $.service.wire and what goes with it; `root` is past $.service.
+void read_wire(ObjectReader& root, ObjectReader& service, Target& t) {
+  const auto wire = service.optional_string("wire").value_or("skewbench");
+  if (wire != "skewbench" && wire != "own") {
+    throw InputError("$.service.wire", "\"" + wire + "\" is not one of: skewbench, own");
+  }
+  t.ready = read_ready(service);
+  if (wire == "skewbench") {
+    for (const auto* key : {"request", "answer", "sink"}) {
+      if (root.has(key))
+        throw InputError(std::string("$.") + key, "belongs to a service of its own wire (\"wire\": \"own\")");
+    }
+    if (service.has("ttl_s")) throw InputError("$.service.ttl_s", "belongs to a service of its own wire");
+    return;
+  }
+  if (t.ready.kind == remote_effect::Readiness::Kind::protocol_health) {
+    throw InputError("$.service.ready",
+                     "is required for a service of its own wire: {\"http_get\": PATH}, "
+                     "{\"tcp_port\": true} or {\"log_line\": TEXT}");
+  }
+  t.ttl_s = service.require_int_within("ttl_s", 1, 86'400 * 366);
+  t.own_wire = read_own_wire(root, t.name);
+  t.sink_operation_id = read_sink(root);
+}
+
+void check_version(const ObjectReader& root, std::int64_t version) {
+  if (version == 1) {
+    for (const auto* key : {"request", "answer", "sink"}) {
+      if (root.has(key)) {
+        throw InputError(std::string("$.") + key,
+                         "describes a service of its own wire, which needs \"schema_version\": 2 (and "
+                         "\"wire\": \"own\" in $.service); docs/targets.md shows the form");
+      }
+    }
+  }
+}
+
 Target parse_target(const json& document, const fs::path& file) {
   Target t;
   t.file = fs::absolute(file);
@@ -75,11 +244,17 @@ Target parse_target(const json& document, const fs::path& file) {
   t.install = root.require_string("install");
   const auto& needs = root.require_array("needs");
   for (std::size_t i = 0; i < needs.size(); ++i) t.needs.push_back(expect_string(needs[i], index_path("$.needs", i)));
+  t.schema_version = static_cast<int>(root.optional_int_within("schema_version", 1, kSchemaVersion).value_or(1));
+  check_version(root, t.schema_version);
   ObjectReader service(root.require_object("service"), "$.service");
   t.service_command = service.require_string("command");
   t.service_env = read_env(service, "env");
+  if (t.schema_version >= 2) read_wire(root, service, t);
   service.finish();
   t.store = read_store(root, t.dir);
+  const auto known = command_placeholders(t.own_wire.has_value(), t.store.has_value());
+  check_placeholders(t.service_command, known, "$.service.command");
+  for (const auto& [variable, value] : t.service_env) check_placeholders(value, known, "$.service.env." + variable);
   root.finish();
   return t;
 }
@@ -91,7 +266,8 @@ json Target::to_json() const {
           {"library", library},
           {"description", description},
           {"file", file.string()},
-          {"store", store ? json(store->name) : json(nullptr)}};
+          {"store", store ? json(store->name) : json(nullptr)},
+          {"wire", own_wire ? "own" : "skewbench"}};
 }
 
 Target load_target(const std::string& name_or_path, const fs::path& targets_dir) {
@@ -158,6 +334,11 @@ void use_target(const Target& target, runner::StackOptions& services) {
   services.clock_mode = runner::ClockMode::real;
   if (!services.ack_loss) services.ack_loss = infra::AckLoss::proxy;
   services.target = target.to_json();
+  services.remote_ready = target.ready;
+  services.own_wire = target.own_wire;
+  services.sink_operation_id = target.sink_operation_id;
+  services.service_ttl_s = target.ttl_s;
+  if (target.ttl_s) services.remote_placeholders["{ttl_s}"] = std::to_string(*target.ttl_s);
 }
 
 }  // namespace skewbench::targets

@@ -17,7 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "infra/effect_sink.hpp"
+#include "infra/own_wire_remote.hpp"
 #include "infra/store_process.hpp"
+#include "remote_effect/launcher.hpp"
 #include "runner/stack.hpp"
 
 namespace skewbench::targets {
@@ -41,11 +44,22 @@ struct Target {
   // $.service.command as written: the stack fills in {target_dir}, {port},
   // {state_db}, {dedupe}, {host}, {store_port}, {store_dir} and
   // {remote_effect} (the remote-effect binary found as skewbench finds it),
-  // in one pass.
+  // and for a service of its own wire {sink_url} and {ttl_s}, in one pass.
   std::string service_command;
   std::map<std::string, std::string> service_env;
   std::optional<infra::StoreOptions> store;
   std::filesystem::path file;  // the target.json read
+  int schema_version = 1;      // $.schema_version: 1 when absent (the first form, still read)
+  // A service of its own wire ($.service.wire "own", schema version 2): how a
+  // scenario's POST goes ($.request), how its answer reads ($.answer), where
+  // a call to the effect sink carries the operation id ($.sink), how it shows
+  // it is ready ($.service.ready) and the TTL it is configured with
+  // ($.service.ttl_s, its command's {ttl_s}). Unset: it speaks skewbench's
+  // protocol, and is ready when its GET /health says so.
+  std::optional<infra::OwnWire> own_wire;
+  infra::OperationIdSource sink_operation_id;
+  remote_effect::Readiness ready;
+  std::optional<std::int64_t> ttl_s;
 
   // What the evidence records of it: name, library, description, file.
   nlohmann::json to_json() const;

@@ -1,0 +1,197 @@
+#include "infra/own_wire_remote.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "common/errors.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+
+namespace skewbench::infra {
+namespace {
+
+using nlohmann::json;
+namespace protocol = remote_effect;
+
+constexpr const char* kNoSinkCall =
+    "the service performs its effect without calling {sink_url}, or the target's $.sink.operation_id does not find "
+    "the operation in its calls";
+
+// The answer's body for the evidence: its JSON, or its text (shortened) when
+// it is not JSON.
+json body_for_evidence(const std::string& body) {
+  try {
+    return parse_bounded_json(body);
+  } catch (const std::exception&) {
+    return text::short_prefix(body);
+  }
+}
+
+}  // namespace
+
+void PostTally::add(const std::string& operation_id) {
+  std::lock_guard lock(mutex_);
+  ++taken_[operation_id];
+}
+
+std::int64_t PostTally::of(const std::string& operation_id) const {
+  std::lock_guard lock(mutex_);
+  const auto found = taken_.find(operation_id);
+  return found == taken_.end() ? 0 : found->second;
+}
+
+std::string render_template(std::string_view text, const std::map<std::string, std::string>& values) {
+  for (const auto& name : text::placeholders_in(text)) {
+    if (!values.contains(name)) {
+      throw std::invalid_argument(
+          name + " is not a placeholder of a request (" +
+          text::join(std::vector<std::string>(std::begin(kRequestPlaceholders), std::end(kRequestPlaceholders)), ", ") +
+          ")");
+    }
+  }
+  return text::expand_placeholders(text, values, false);
+}
+
+AnswerClass classify_answer(const OwnWire& wire, int status, const std::string& body) {
+  if (wire.json_pointer) {
+    try {
+      const auto document = parse_bounded_json(body);
+      const json::json_pointer pointer(*wire.json_pointer);
+      if (document.contains(pointer) && document.at(pointer).is_string()) {
+        const auto found = wire.by_value.find(document.at(pointer).get<std::string>());
+        if (found != wire.by_value.end()) return found->second;
+      }
+    } catch (const std::exception&) {
+      // Not JSON: classified by its status.
+    }
+  }
+  const auto found = wire.by_status.find(status);
+  return found == wire.by_status.end() ? AnswerClass::error : found->second;
+}
+
+OwnWireRemote::OwnWireRemote(OwnWire wire, const std::string& driver_url, HttpLimits limits, const EffectSink& sink,
+                             PostTally& tally, const FaultCounts* proxy_counts)
+    : wire_(std::move(wire)),
+      transport_(driver_url, limits, WireOptions{.sends_logical_time = false, .ack_loss = AckLoss::proxy}),
+      sink_(&sink),
+      tally_(&tally),
+      proxy_counts_(proxy_counts) {}
+
+protocol::StatusAnswer OwnWireRemote::counted(const std::string& operation_id) const {
+  const auto effects = sink_->applied(operation_id);
+  const auto dropped = proxy_counts_ ? proxy_counts_->of(operation_id).ack_drops : 0;
+  protocol::StatusAnswer answer;
+  answer.operation_id = operation_id;
+  answer.status = protocol::operation_status(static_cast<std::size_t>(effects));
+  answer.effect_count = effects;
+  answer.post_requests = tally_->of(operation_id) + dropped;
+  answer.ack_drops = dropped;
+  return answer;
+}
+
+PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
+  const std::map<std::string, std::string> values = {{"{operation_id}", r.operation_id},
+                                                     {"{idempotency_key}", r.idempotency_key},
+                                                     {"{amount}", std::to_string(kRequestAmount)}};
+  const auto path = render_template(wire_.path, values);
+  std::vector<std::pair<std::string, std::string>> headers = {{wire_.key_header, r.idempotency_key}};
+  for (const auto& [name, value] : wire_.headers) headers.emplace_back(name, render_template(value, values));
+  const auto body = render_template(wire_.body, values);
+  auto wire_headers = headers;
+  // For the fault proxy only, which removes both before the service sees them.
+  wire_headers.emplace_back(std::string(kOperationHeader), r.operation_id);
+  if (r.drop_ack) wire_headers.emplace_back(std::string(kFaultHeader), "drop_ack");
+  PostExchange ex{sent(wire_.method, path, headers, body), {}};
+  const auto dropped_before = proxy_counts_ ? proxy_counts_->of(r.operation_id).ack_drops : 0;
+  const auto answer = transport_.exchange(wire_.method, path, wire_headers, body);
+  ex.duration_us = answer.waited_us;
+  if (!answer.answered()) {
+    if (r.drop_ack && answer.error == httplib::Error::Read && !answer.head_received) {
+      ex.outcome = TransportOutcome::AckUnknown;
+      ex.answer.snapshot = counted(r.operation_id);
+      // The proxy read a 2xx before it dropped it: the service says it took
+      // the request, so the sink must hold its effect.
+      if (*ex.answer.snapshot.ack_drops > dropped_before && *ex.answer.snapshot.effect_count == 0) {
+        throw InfrastructureError("target " + wire_.target + ": " + wire_.method + " " + path +
+                                  " was answered 2xx (the fault proxy read it, then dropped it) but the effect sink "
+                                  "holds no applied call for operation " +
+                                  r.operation_id + ": " + kNoSinkCall);
+      }
+      return ex;
+    }
+    throw InfrastructureError(
+        transport_.name(wire_.method, path) + (r.drop_ack ? " (drop_ack by the fault proxy)" : "") + ": " +
+        transport_.describe_failure(answer) + (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
+  }
+  return read_answer(std::move(ex), answer, r);
+}
+
+PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& answer, const PostEffectRequest& r) {
+  ex.http_status = answer.status;
+  ex.response_body = body_for_evidence(answer.body);
+  const auto kind = classify_answer(wire_, answer.status, answer.body);
+  ex.harness = {{"answer_class", kAnswerClasses.name(kind)}};
+  const auto where = "target " + wire_.target + ": " + wire_.method + " " + ex.request["path"].get<std::string>();
+  switch (kind) {
+    case AnswerClass::error:
+      throw InfrastructureError(
+          where + " answered " + std::to_string(answer.status) +
+          ", which its target file classifies as an error (or does not list): " + text::short_prefix(answer.body));
+    case AnswerClass::applied:
+    case AnswerClass::replayed:
+      if (sink_->applied(r.operation_id) == 0) {
+        throw InfrastructureError(
+            where + " answered " + std::to_string(answer.status) + " (" + std::string(kAnswerClasses.name(kind)) +
+            ") but the effect sink holds no applied call for operation " + r.operation_id + ": " + kNoSinkCall);
+      }
+      tally_->add(r.operation_id);
+      ex.outcome = TransportOutcome::AckReceived;
+      ex.answer.delivery =
+          kind == AnswerClass::applied ? protocol::Delivery::applied : protocol::Delivery::deduplicated;
+      break;
+    case AnswerClass::refused_in_progress:
+      ex.outcome = TransportOutcome::Rejected;
+      ex.answer.delivery = protocol::Delivery::refused_other_operation;
+      ex.answer.error = "in_progress";
+      break;
+    case AnswerClass::refused_mismatch:
+      ex.outcome = TransportOutcome::Rejected;
+      ex.answer.delivery = protocol::Delivery::refused_different_payload;
+      ex.answer.error = "payload_mismatch";
+      break;
+  }
+  ex.answer.idempotency_key = r.idempotency_key;
+  ex.answer.snapshot = counted(r.operation_id);
+  ex.harness["counted_by_skewbench"] = {{"effect_count", *ex.answer.snapshot.effect_count},
+                                        {"post_requests", *ex.answer.snapshot.post_requests},
+                                        {"ack_drops", *ex.answer.snapshot.ack_drops}};
+  return ex;
+}
+
+StatusExchange OwnWireRemote::status(const std::string& operation_id, std::int64_t /*logical_time_s*/) {
+  StatusExchange ex;
+  ex.request = {
+      {"method", "READ"}, {"path", "effect sink: calls for operation " + operation_id}, {"headers", json::object()}};
+  ex.answer = counted(operation_id);
+  ex.response_body = {{"operation_id", operation_id},
+                      {"status", protocol::kOperationStatuses.name(*ex.answer.status)},
+                      {"effect_count", *ex.answer.effect_count},
+                      {"post_requests", *ex.answer.post_requests},
+                      {"ack_drops", *ex.answer.ack_drops}};
+  ex.harness = {{"counted_by_skewbench", true}};
+  return ex;
+}
+
+HealthExchange OwnWireRemote::health() {
+  HealthExchange out;
+  out.body = {{"service", wire_.target}, {"wire", "own"}};
+  out.answer.service = wire_.target;
+  return out;
+}
+
+GcExchange OwnWireRemote::gc(const std::string& operation_id, std::int64_t /*logical_time_s*/) {
+  throw InfrastructureError("target " + wire_.target + ": a gc step for " + operation_id +
+                            " needs POST /maintenance/gc of skewbench's protocol, which a service's own wire has not");
+}
+
+}  // namespace skewbench::infra

@@ -1,0 +1,131 @@
+#pragma once
+
+// A service under test that speaks its own wire (a black-box target,
+// docs/targets.md): its own route and body for the scenario's POST, its own
+// status codes, its effects performed by calling skewbench's effect sink
+// (infra/effect_sink.hpp). OwnWireRemote gives the steps the RemoteApi they
+// know:
+//  - post_effect renders the target's request (method, path, key header,
+//    headers, body, with {operation_id}, {idempotency_key} and {amount}),
+//    sends it through the instance's fault proxy (ack loss is the proxy's
+//    drop_ack), and classifies the answer by the target's rules: applied,
+//    replayed, refused (in progress, payload mismatch) or error;
+//  - every snapshot (the POST's, status()) is counted by skewbench: effects
+//    are the sink's applied calls for the operation, POSTs the ones this
+//    client sent that the service took, acknowledgements dropped the proxy's.
+//    The service is never asked.
+// An answer the rules call an error, a status they do not list, and an answer
+// of applied or replayed while the sink holds no applied call for the
+// operation (a service that performs its effect elsewhere, or a sink rule
+// that does not find the id) are InfrastructureErrors naming the target:
+// ERROR rows, never verdicts.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/vocabulary.hpp"
+#include "infra/effect_sink.hpp"
+#include "infra/fault_proxy.hpp"
+#include "infra/http_remote.hpp"
+#include "infra/ports.hpp"
+
+namespace skewbench::infra {
+
+// What a service's answer to the scenario's POST means.
+enum class AnswerClass {
+  applied,              // it performed the effect now
+  replayed,             // it answered from its idempotency record: nothing new
+  refused_in_progress,  // the key's first request is still in flight
+  refused_mismatch,     // the key was used with another payload
+  error,                // anything else: an ERROR row
+};
+inline constexpr auto kAnswerClasses =
+    vocabulary<AnswerClass>({{AnswerClass::applied, "applied"},
+                             {AnswerClass::replayed, "replayed"},
+                             {AnswerClass::refused_in_progress, "refused_in_progress"},
+                             {AnswerClass::refused_mismatch, "refused_mismatch"},
+                             {AnswerClass::error, "error"}});
+
+// The placeholders of a request template, and the amount every POST carries.
+inline constexpr std::string_view kRequestPlaceholders[] = {"{operation_id}", "{idempotency_key}", "{amount}"};
+inline constexpr std::int64_t kRequestAmount = 1000;
+
+// How a scenario's POST goes on the service's wire, and how its answer reads
+// ($.request and $.answer of a target file).
+struct OwnWire {
+  std::string target;  // the target's name, for messages
+  std::string method = "POST";
+  std::string path;                                          // template
+  std::string key_header = "Idempotency-Key";                // carries the scenario's idempotency key
+  std::vector<std::pair<std::string, std::string>> headers;  // values are templates
+  std::string body;                                          // template
+  // The class of an answer's status; a status not listed is an error.
+  std::map<int, AnswerClass> by_status;
+  // When set, a string at this JSON pointer in the answer classifies it by
+  // by_value first; an answer without it falls back to by_status.
+  std::optional<std::string> json_pointer;
+  std::map<std::string, AnswerClass> by_value;
+};
+
+// `text` with every placeholder of kRequestPlaceholders replaced from
+// `values` (keyed "{name}"). A placeholder (common/text.hpp) that `values`
+// lacks throws std::invalid_argument naming it; other braces (a JSON body's)
+// stay as they are.
+std::string render_template(std::string_view text, const std::map<std::string, std::string>& values);
+
+// The class of an answer by `wire`'s rules.
+AnswerClass classify_answer(const OwnWire& wire, int status, const std::string& body);
+
+// The POSTs the instances of one service took, per operation: counted by
+// skewbench as it sends them, across instances. Thread-safe.
+class PostTally {
+ public:
+  void add(const std::string& operation_id);
+  std::int64_t of(const std::string& operation_id) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::int64_t> taken_;
+};
+
+class OwnWireRemote final : public RemoteApi {
+ public:
+  // `driver_url`: where requests go (the instance's fault proxy, with
+  // `proxy_counts` its counts; or the service itself, null counts, when
+  // nothing is dropped). `sink` counts the effects, `tally` the POSTs of
+  // every instance; both outlive this.
+  OwnWireRemote(OwnWire wire, const std::string& driver_url, HttpLimits limits, const EffectSink& sink,
+                PostTally& tally, const FaultCounts* proxy_counts);
+
+  PostExchange post_effect(const PostEffectRequest& request) override;
+  // A snapshot counted by skewbench (the sink, this client, the proxy); the
+  // exchange is recorded as a read of the sink, not a request to the service.
+  StatusExchange status(const std::string& operation_id, std::int64_t logical_time_s) override;
+  // The service's own wire reports nothing: a body naming the target and no
+  // boot_id, clock or mode.
+  HealthExchange health() override;
+  // Throws InfrastructureError: a service's own wire has no GC.
+  GcExchange gc(const std::string& operation_id, std::int64_t logical_time_s) override;
+
+ private:
+  // The operation's snapshot as skewbench counted it.
+  remote_effect::StatusAnswer counted(const std::string& operation_id) const;
+  // The exchange's answer, classified; throws InfrastructureError for an
+  // error, or a claimed effect the sink has no call of.
+  PostExchange read_answer(PostExchange ex, const http::Exchange& answer, const PostEffectRequest& request);
+
+  OwnWire wire_;
+  HttpRemote transport_;
+  const EffectSink* sink_;
+  PostTally* tally_;
+  const FaultCounts* proxy_counts_;
+};
+
+}  // namespace skewbench::infra

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ctest -L targets: a service of its own wire (examples/services/python-sqlite:
+# its own route, body and statuses, no endpoint of skewbench's) under
+# scenarios/targets/018-two-instances-skewed.json, its effects counted at
+# skewbench's effect sink.
+#
+#   check_own_wire.sh SKEWBENCH SOURCE_DIR
+#
+# 1. The run exits 0: CONFLICT with 2 effects, both sink calls in the
+#    scenario's evidence (one from each instance), and the folder verifies.
+# 2. It can fail: the same service with a sink rule that reads the operation
+#    id from the wrong place exits 3, an ERROR naming the target, never a
+#    verdict; and a scenario whose TTL is not the service's is exit 2.
+set -euo pipefail
+skewbench=${1:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
+source_dir=${2:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
+cd "$source_dir"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+scenario=scenarios/targets/018-two-instances-skewed.json
+example=examples/services/python-sqlite
+
+set +e
+"$skewbench" run "$scenario" --target "$example" --out "$scratch/run" -q >"$scratch/run.txt" 2>&1
+code=$?
+set -e
+if [[ $code -ne 0 ]]; then
+  cat "$scratch/run.txt"
+  echo "FAIL: skewbench run --target $example exited $code, not 0"
+  exit 1
+fi
+"$skewbench" verify "$scratch/run" >/dev/null
+python3 - "$scratch/run/scenarios/018-two-instances-skewed.json" <<'PY'
+import json, sys
+evidence = json.load(open(sys.argv[1]))
+final = evidence["final"]
+assert evidence["verdict"] == "CONFLICT", evidence["verdict"]
+assert final["effect_count"] == 2 and final["post_requests"] == 2, final
+calls = evidence["effect_sink_calls"]
+assert [c["operation_id"] for c in calls] == [evidence["operation_id"]] * 2, calls
+assert sorted(c["instance"] for c in calls) == ["python-sqlite", "python-sqlite@2"], calls
+assert all(c["applied"] and c["path"] == "/charges" for c in calls), calls
+print("ok: CONFLICT, 2 effects counted at the sink, one call from each instance")
+PY
+
+# The same service, read from the wrong place: no verdict may come of it.
+mkdir -p "$scratch/wrong-rule"
+cp "$example/service.py" "$scratch/wrong-rule/"
+python3 - "$example/target.json" "$scratch/wrong-rule/target.json" <<'PY'
+import json, sys
+target = json.load(open(sys.argv[1]))
+target["name"] = "wrong-rule"
+target["sink"]["operation_id"] = {"json_pointer": "/order_id"}
+json.dump(target, open(sys.argv[2], "w"))
+PY
+set +e
+"$skewbench" run "$scenario" --target "$scratch/wrong-rule" --out "$scratch/wrong" -q >"$scratch/wrong.txt" 2>&1
+code=$?
+set -e
+if [[ $code -ne 3 ]] || ! grep -q "ERROR" "$scratch/wrong.txt" || ! grep -q "target wrong-rule" "$scratch/wrong.txt"; then
+  cat "$scratch/wrong.txt"
+  echo "FAIL: a sink rule that finds no operation id exited $code, not 3 with an ERROR naming the target"
+  exit 1
+fi
+echo "ok: a sink rule that finds no operation id is an ERROR naming the target (exit 3)"
+
+sed 's/"ttl_s": 60/"ttl_s": 30/' "$scenario" >"$scratch/ttl-30.json"
+set +e
+"$skewbench" run "$scratch/ttl-30.json" --target "$example" --out "$scratch/ttl" -q >"$scratch/ttl.txt" 2>&1
+code=$?
+set -e
+if [[ $code -ne 2 ]] || ! grep -q "ttl_s: 30 s, but target python-sqlite" "$scratch/ttl.txt"; then
+  cat "$scratch/ttl.txt"
+  echo "FAIL: a scenario whose TTL is not the service's exited $code, not 2 naming both"
+  exit 1
+fi
+echo "ok: a scenario whose TTL is not the service's is refused (exit 2)"
