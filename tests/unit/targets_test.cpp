@@ -56,6 +56,7 @@ std::string refusal(const json& document) {
 json post(std::int64_t clock_s, const std::string& instance, const json& response) {
   return {{"request", {{"method", "POST"}, {"path", "/effects"}, {"headers", json::object()}}},
           {"response", response},
+          {"transport_outcome", response.is_null() ? "ACK_UNKNOWN" : "ACK_RECEIVED"},
           {"harness", {{"process_clock_s", clock_s}, {"instance", instance}}}};
 }
 
@@ -76,6 +77,26 @@ json evidence(std::int64_t replay_s, std::optional<std::int64_t> store_s, const 
              {"kind", "recover"},
              {"process_clocks", clocks},
              {"exchanges", {post(replay_s, replay_instance, {{"delivery", delivery}})}}}}}};
+}
+
+// The same POST to a service of its own wire: its own route and answer, the
+// class its target's rules gave it, and a status read counted at the sink
+// between them.
+json own_wire_evidence(std::int64_t replay_s, const std::string& answer_class) {
+  auto out = evidence(replay_s, std::nullopt, "applied", answer_class == "applied" ? 2 : 1);
+  for (auto& step : out["timeline"]) {
+    for (auto& exchange : step["exchanges"]) {
+      exchange["request"]["path"] = "/payments";
+      exchange["http_status"] = exchange["response"].is_null() ? json(nullptr) : json(201);
+      exchange["response"] = exchange["response"].is_null() ? json(nullptr) : json({{"status", "succeeded"}});
+      if (!exchange["response"].is_null()) exchange["harness"]["answer_class"] = answer_class;
+    }
+  }
+  out["timeline"][0]["exchanges"].push_back(
+      {{"request", {{"method", "READ"}, {"path", "effect sink: calls for operation s"}}},
+       {"response", {{"effect_count", 1}}},
+       {"transport_outcome", nullptr}});
+  return out;
 }
 
 }  // namespace
@@ -270,6 +291,14 @@ TEST_CASE("the clock that let a replay through is the one past the key's expiry,
   CHECK(targets::finding_of("t", errored, "e").decided_by == "n/a");
   CHECK(targets::finding_of("t", evidence(1070, 1050, "applied", 1), "e").duplicate.is_null());
   CHECK(targets::finding_of("t", evidence(1010, 1010, "deduplicated", 1), "e").decided_by == "n/a");
+}
+
+TEST_CASE("the POSTs of a service of its own wire are read by their outcome and their answer's class") {
+  const auto duplicated = targets::finding_of("t", own_wire_evidence(1070, "applied"), "e.json");
+  CHECK(duplicated.decided_by == "instance");
+  CHECK(duplicated.duplicate["instance_clock_s"] == 1070);
+  const auto replayed = targets::finding_of("t", own_wire_evidence(1070, "replayed"), "e.json");
+  CHECK(replayed.decided_by == "none");
 }
 
 TEST_CASE("a duplicate across instances names no clock when the target's instances do not share their records") {

@@ -37,17 +37,27 @@ const json& array_at(const json& object, const char* key) {
   return it != object.end() && it->is_array() ? *it : empty;
 }
 
+// The scenario's POSTs: the exchanges with a transport outcome, which only a
+// POST of the effect has (POST /effects, or a service's own route).
 std::vector<SentPost> posts_of(const json& evidence) {
   std::vector<SentPost> out;
   for (const auto& step : array_at(evidence, "timeline")) {
     for (const auto& exchange : array_at(step, "exchanges")) {
-      const auto& request = exchange.value("request", json::object());
-      if (request.value("method", "") == "POST" && request.value("path", "") == "/effects") {
-        out.push_back({&step, &exchange});
-      }
+      if (exchange.value("transport_outcome", json()).is_string()) out.push_back({&step, &exchange});
     }
   }
   return out;
+}
+
+// How the service delivered a POST: the protocol's "delivery", or for a
+// service of its own wire the class its target's rules gave the answer.
+json delivery_of(const json& exchange) {
+  const auto& response = exchange.value("response", json());
+  if (response.is_object() && response.contains("delivery")) return response["delivery"];
+  const auto answer_class = exchange.value("harness", json::object()).value("answer_class", json());
+  if (answer_class == "applied") return "applied";
+  if (answer_class == "replayed") return "deduplicated";
+  return nullptr;
 }
 
 // The time an exchange was judged at: the process clock skewbench set for it,
@@ -97,8 +107,7 @@ void decide(FindingRow& row, const json& evidence) {
   };
   row.across_instances = instance_of(first) != instance_of(*replay.exchange);
   row.clock_past_expiry = instance_past || store_past;
-  const auto& response = replay.exchange->value("response", json());
-  const auto delivery = response.is_object() ? response.value("delivery", json()) : json();
+  const auto delivery = delivery_of(*replay.exchange);
   if (delivery == "applied") {
     if (instance_past || store_past) {
       row.decided_by = instance_past && store_past ? "instance or store" : instance_past ? "instance" : "store";
