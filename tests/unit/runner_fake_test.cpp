@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include <httplib.h>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -312,4 +313,38 @@ TEST_CASE("one instance on the authority's clock judges every request at the aut
   CHECK(run_with_fakes(scenario::parse_scenario(doc, "request-clock"))
             .timeline[3]
             .outcome->observed["active_idempotency_records"] == 0);
+}
+
+TEST_CASE("every effect sink call is held to a scenario: one for another operation, or after the last, is an ERROR") {
+  infra::EffectSink sink({.operation_id = {.from = infra::OperationIdSource::From::header, .header = "X-Op"},
+                          .now_unix_ms = [] { return std::int64_t{0}; }});
+  const auto stray_call = [&](const std::string& operation_id) {
+    httplib::Client client("127.0.0.1", sink.port());
+    REQUIRE(client.Post("/instance/svc/charges", {{"X-Op", operation_id}}, "{}", "application/json")->status == 200);
+  };
+  testing::FakeRemote remote;
+  testing::FakeOutbox outbox;
+  runner::ScenarioRunner r(remote, outbox, {.run_id = "rtest", .effect_sink = &sink});
+  CHECK_FALSE(r.late_sink_calls().has_value());
+  stray_call("someone-else");  // before (between) scenarios: the next one is held to it
+  const auto first = r.run(shipped("018-declared-authority.json"));
+  CHECK(first.verdict == runner::Verdict::Error);
+  CHECK_FALSE(first.pass);
+  REQUIRE(first.error);
+  CHECK_THAT(*first.error, Catch::Matchers::ContainsSubstring("the effect sink got call 1 (POST /charges from svc) "
+                                                              "for operation someone-else, not this scenario's"));
+  REQUIRE(first.effect_sink_calls.size() == 1);
+  CHECK(first.effect_sink_calls[0]["operation_id"] == "someone-else");
+  const auto second = r.run(shipped("018-uncertainty.json"));
+  CHECK_FALSE(second.error.has_value());  // no call since the first ended
+  CHECK(second.verdict == runner::Verdict::Held);
+  CHECK(second.effect_sink_calls.empty());
+  stray_call("late");
+  const auto late = r.late_sink_calls();
+  REQUIRE(late);
+  CHECK_THAT(*late, Catch::Matchers::ContainsSubstring("1 call(s) after the last scenario ended"));
+  auto result = second;
+  runner::fail_with(result, *late);
+  CHECK(result.verdict == runner::Verdict::Error);
+  CHECK_FALSE(result.pass);
 }

@@ -98,6 +98,9 @@ SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario:
       if (!services.quiet) observer.say("running " + s.id);
       results.push_back(scenario_runner.run(s));
     }
+    if (const auto late = scenario_runner.late_sink_calls(); late && !results.empty()) {
+      runner::fail_with(results.back(), *late);
+    }
     env.clock["instances"] = session.instances_json();
     return {};
   } catch (const Interrupted&) {

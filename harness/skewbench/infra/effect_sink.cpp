@@ -49,6 +49,18 @@ bool matches(const SinkFault& fault, const std::optional<std::string>& operation
 
 }  // namespace
 
+json OperationIdSource::to_json() const {
+  switch (from) {
+    case From::header:
+      return {{"header", header}};
+    case From::json_pointer:
+      return {{"json_pointer", json_pointer}};
+    case From::path_segment:
+      return {{"path_segment", path_segment}};
+  }
+  return nullptr;
+}
+
 json SinkCall::to_json() const {
   return {{"sequence", sequence},
           {"received_unix_ms", received_unix_ms},

@@ -52,6 +52,9 @@ struct OperationIdSource {
   std::string header = "Idempotency-Key";  // From::header (names compare case-insensitively)
   std::string json_pointer;                // From::json_pointer: RFC 6901, into the JSON body
   std::size_t path_segment = 0;            // From::path_segment: 0 is the first segment after the instance's prefix
+
+  // As a target file writes it: {"header": NAME}, {"json_pointer": P} or {"path_segment": N}.
+  nlohmann::json to_json() const;
 };
 
 // What the sink does to one call.

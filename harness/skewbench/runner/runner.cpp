@@ -233,7 +233,7 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .posts_sent = 0,
                              .bound_temporal_epoch = std::nullopt,
                              .watermarks_s = {}};
-  const auto first_sink_call = options_.effect_sink ? options_.effect_sink->calls().size() : 0;
+  const auto first_sink_call = sink_calls_seen_;
   try {
     execute(s, context, result);
     if (options_.effect_sink) check_sink_calls(first_sink_call, result);
@@ -249,6 +249,7 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
     result.effect_sink_calls = json::array();
     const auto calls = options_.effect_sink->calls();
     for (auto i = first_sink_call; i < calls.size(); ++i) result.effect_sink_calls.push_back(calls[i].to_json());
+    sink_calls_seen_ = calls.size();
   }
   bool all_pass = !result.error.has_value();
   if (options_.evaluate_expectations) {
@@ -292,6 +293,23 @@ void ScenarioRunner::check_sink_calls(std::size_t first, const ScenarioResult& r
                                    : "with no operation id where the target's $.sink.operation_id says it is") +
                               ": an effect skewbench cannot attribute, so no verdict");
   }
+}
+
+std::optional<std::string> ScenarioRunner::late_sink_calls() const {
+  if (!options_.effect_sink) return std::nullopt;
+  const auto calls = options_.effect_sink->calls();
+  if (calls.size() <= sink_calls_seen_) return std::nullopt;
+  const auto& call = calls[sink_calls_seen_];
+  return "the effect sink got " + std::to_string(calls.size() - sink_calls_seen_) +
+         " call(s) after the last scenario ended, the first " + call.method + " " + call.path + " for operation " +
+         call.operation_id.value_or("(none found)") + ": an effect no scenario can be held to, so no verdict";
+}
+
+void fail_with(ScenarioResult& result, const std::string& why) {
+  result.error = result.error ? *result.error + "; " + why : why;
+  result.verdict = Verdict::Error;
+  result.pass = false;
+  for (auto& check : result.checks) check.pass = false;
 }
 
 }  // namespace skewbench::runner

@@ -133,6 +133,11 @@ class ScenarioRunner {
   // the message in `error`. Throws Interrupted when asked to stop.
   ScenarioResult run(const scenario::Scenario& scenario);
 
+  // After the last scenario: why the effect sink's calls since it ended (a
+  // call that arrived after its scenario ended, which no scenario can be
+  // held to) make it an ERROR; nullopt when there are none.
+  std::optional<std::string> late_sink_calls() const;
+
  private:
   // The steps, then the closing measurement and the verdict; throws on a fault.
   void execute(const scenario::Scenario& scenario, steps::StepContext& context, ScenarioResult& result);
@@ -143,7 +148,13 @@ class ScenarioRunner {
   infra::RemoteApi& remote_;
   infra::OutboxApi& outbox_;
   RunnerOptions options_;
+  // The sink's calls the scenarios so far were held to: each scenario is held
+  // to every call since the one before it ended, those in between included.
+  std::size_t sink_calls_seen_ = 0;
 };
+
+// Makes `result` an ERROR for `why`: no check of it passes.
+void fail_with(ScenarioResult& result, const std::string& why);
 
 // Ids sent to the remote and stored in the database: namespaced by run id so
 // that runs sharing a database or a remote never collide.

@@ -262,12 +262,19 @@ Target parse_target(const json& document, const fs::path& file) {
 }  // namespace
 
 json Target::to_json() const {
-  return {{"name", name},
-          {"library", library},
-          {"description", description},
-          {"file", file.string()},
-          {"store", store ? json(store->name) : json(nullptr)},
-          {"wire", own_wire ? "own" : "skewbench"}};
+  json out = {{"name", name},
+              {"library", library},
+              {"description", description},
+              {"file", file.string()},
+              {"store", store ? json(store->name) : json(nullptr)},
+              {"wire", own_wire ? "own" : "skewbench"}};
+  if (own_wire) {
+    out["ready"] = ready.to_json();
+    out["ttl_s"] = ttl_s ? json(*ttl_s) : json(nullptr);
+    out["request"] = {{"method", own_wire->method}, {"path", own_wire->path}, {"key_header", own_wire->key_header}};
+    out["sink"] = {{"operation_id", sink_operation_id.to_json()}};
+  }
+  return out;
 }
 
 Target load_target(const std::string& name_or_path, const fs::path& targets_dir) {
