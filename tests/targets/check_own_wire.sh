@@ -11,6 +11,8 @@
 # 2. It can fail: the same service with a sink rule that reads the operation
 #    id from the wrong place exits 3, an ERROR naming the target, never a
 #    verdict; and a scenario whose TTL is not the service's is exit 2.
+# 3. Readiness by a log line works, and a service that exits before it is
+#    ready is exit 3, naming the target and what the service said.
 set -euo pipefail
 skewbench=${1:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
 source_dir=${2:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
@@ -75,3 +77,34 @@ if [[ $code -ne 2 ]] || ! grep -q "ttl_s: 30 s, but target python-sqlite" "$scra
   exit 1
 fi
 echo "ok: a scenario whose TTL is not the service's is refused (exit 2)"
+
+# Readiness by a line of its log; and a service that exits before it is ready
+# is an ERROR naming the target and saying what the service said.
+mkdir -p "$scratch/log-line" "$scratch/crash"
+cp "$example/service.py" "$scratch/log-line/"
+python3 - "$example/target.json" "$scratch" <<'PY'
+import json, sys
+target = json.load(open(sys.argv[1]))
+log_line = dict(target, name="log-line", service=dict(target["service"], ready={"log_line": "listening on"}))
+json.dump(log_line, open(sys.argv[2] + "/log-line/target.json", "w"))
+command = "python3 -c \"import sys; sys.stderr.write('no provider configured\\n'); sys.exit(4)\""
+crash = dict(target, name="crash", needs=["python3"], service=dict(target["service"], command=command))
+json.dump(crash, open(sys.argv[2] + "/crash/target.json", "w"))
+PY
+"$skewbench" run "$scenario" --target "$scratch/log-line" --out "$scratch/log" -q >"$scratch/log.txt" 2>&1 || {
+  cat "$scratch/log.txt"
+  echo "FAIL: the service ready by its log line did not run as expected"
+  exit 1
+}
+echo "ok: a service is ready when its log holds the line its target file names"
+set +e
+"$skewbench" run "$scenario" --target "$scratch/crash" --out "$scratch/crash-run" -q >"$scratch/crash.txt" 2>&1
+code=$?
+set -e
+if [[ $code -ne 3 ]] || ! grep -q "cannot start target crash (crash): .*exited with code 4.*no provider configured" \
+  "$scratch/crash.txt"; then
+  cat "$scratch/crash.txt"
+  echo "FAIL: a service that exits before it is ready exited $code, not 3 naming the target and its words"
+  exit 1
+fi
+echo "ok: a service that exits before it is ready is an ERROR naming the target and what it said (exit 3)"

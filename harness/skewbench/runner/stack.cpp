@@ -54,13 +54,15 @@ std::string service_name(const remote_effect::LaunchOptions& launch) {
   return launch.command ? "the service of --remote-command" : "remote-effect";
 }
 
-std::unique_ptr<remote_effect::RemoteEffectProcess> start_remote(const remote_effect::LaunchOptions& launch) {
+// `what`: the service as a message names it.
+std::unique_ptr<remote_effect::RemoteEffectProcess> start_remote(const remote_effect::LaunchOptions& launch,
+                                                                 const std::string& what) {
   try {
     return std::make_unique<remote_effect::RemoteEffectProcess>(launch);
   } catch (const InfrastructureError&) {
     throw;
   } catch (const std::exception& e) {
-    throw InfrastructureError("cannot start " + service_name(launch) + ": " + e.what());
+    throw InfrastructureError("cannot start " + what + ": " + e.what());
   }
 }
 
@@ -160,7 +162,9 @@ Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_ef
     launch->clock = remote_effect::ClockSource::system;
     for (const auto& [variable, value] : started.clock->environment()) launch->env[variable] = value;
   }
-  started.process = start_remote(*launch);
+  started.process = start_remote(
+      *launch, options_.target.is_object() ? "target " + options_.target.value("name", "") + " (" + started.name + ")"
+                                           : service_name(*launch));
   started.launch = std::move(launch);
   started.fault_proxy = fault_proxy_for(started.process->base_url());
   return started;
