@@ -6,6 +6,7 @@
 #
 #   check_own_wire.sh SKEWBENCH SOURCE_DIR
 #
+# 0. Every example's target file conforms to schemas/target.schema.json.
 # 1. The run exits 0: CONFLICT with 2 effects, both sink calls in the
 #    scenario's evidence (one from each instance), and the folder verifies.
 # 2. It can fail: the same service with a sink rule that reads the operation
@@ -21,6 +22,18 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 scenario=scenarios/targets/018-two-instances-skewed.json
 example=examples/services/python-sqlite
+
+python3 - <<'PY'
+import glob, json, sys
+import jsonschema
+schema = json.load(open("schemas/target.schema.json"))
+files = sorted(glob.glob("examples/services/*/target.json"))
+if not files:
+    sys.exit("FAIL: no target file under examples/services")
+for f in files:
+    jsonschema.validate(json.load(open(f)), schema)
+print(f"ok: {len(files)} example target files conform to schemas/target.schema.json")
+PY
 
 set +e
 "$skewbench" run "$scenario" --target "$example" --out "$scratch/run" -q >"$scratch/run.txt" 2>&1

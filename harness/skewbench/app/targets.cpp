@@ -70,6 +70,17 @@ std::optional<std::string> not_runnable(const targets::Target& target, const sce
   if (!target.store && !s.kinds_that(&steps::StepNeeds::store_control).empty()) {
     return "the target has no store process to restart";
   }
+  if (target.own_wire) {
+    // What runner::own_wire_problem refuses in a run, a row of its own here.
+    if (target.ttl_s && s.ttl_s != *target.ttl_s) {
+      return "the service keeps records for " + std::to_string(*target.ttl_s) + " s, the scenario's TTL is " +
+             std::to_string(s.ttl_s) + " s";
+    }
+    if (s.dedupe_mode) return "the service's dedupe memory is its own and cannot be switched";
+    if (!s.kinds_that(&steps::StepNeeds::reads_service_wide_state).empty()) {
+      return "the scenario needs skewbench's protocol (gc, the temporal fence)";
+    }
+  }
   return std::nullopt;
 }
 
