@@ -12,8 +12,8 @@
 # 2. It can fail: the same service with a sink rule that reads the operation
 #    id from the wrong place exits 3, an ERROR naming the target, never a
 #    verdict; and a scenario whose TTL is not the service's is exit 2.
-# 3. Readiness by a log line works, and a service that exits before it is
-#    ready is exit 3, naming the target and what the service said.
+# 3. Readiness by a log line and by a port work; a service that exits before
+#    it is ready, or never gets ready, is exit 3, naming the target and why.
 set -euo pipefail
 skewbench=${1:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
 source_dir=${2:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
@@ -91,25 +91,43 @@ if [[ $code -ne 2 ]] || ! grep -q "ttl_s: 30 s, but target python-sqlite" "$scra
 fi
 echo "ok: a scenario whose TTL is not the service's is refused (exit 2)"
 
-# Readiness by a line of its log; and a service that exits before it is ready
-# is an ERROR naming the target and saying what the service said.
-mkdir -p "$scratch/log-line" "$scratch/crash"
+# Readiness by a line of its log and by its port; a service that exits before
+# it is ready, or never gets ready, is an ERROR naming the target.
+mkdir -p "$scratch/log-line" "$scratch/tcp-port" "$scratch/crash" "$scratch/silent"
 cp "$example/service.py" "$scratch/log-line/"
+cp "$example/service.py" "$scratch/tcp-port/"
 python3 - "$example/target.json" "$scratch" <<'PY'
 import json, sys
 target = json.load(open(sys.argv[1]))
-log_line = dict(target, name="log-line", service=dict(target["service"], ready={"log_line": "listening on"}))
-json.dump(log_line, open(sys.argv[2] + "/log-line/target.json", "w"))
-command = "python3 -c \"import sys; sys.stderr.write('no provider configured\\n'); sys.exit(4)\""
-crash = dict(target, name="crash", needs=["python3"], service=dict(target["service"], command=command))
-json.dump(crash, open(sys.argv[2] + "/crash/target.json", "w"))
+def write(name, service, **more):
+    json.dump(dict(target, name=name, service=dict(target["service"], **service), **more),
+              open(f"{sys.argv[2]}/{name}/target.json", "w"))
+write("log-line", {"ready": {"log_line": "listening on"}})
+write("tcp-port", {"ready": {"tcp_port": True}})
+write("crash", {"command": "python3 -c \"import sys; sys.stderr.write('no provider configured\\n'); sys.exit(4)\""},
+      needs=["python3"])
+write("silent", {"command": "python3 -c \"import signal; signal.pause()\"", "ready": {"tcp_port": True}},
+      needs=["python3"])
 PY
-"$skewbench" run "$scenario" --target "$scratch/log-line" --out "$scratch/log" -q >"$scratch/log.txt" 2>&1 || {
-  cat "$scratch/log.txt"
-  echo "FAIL: the service ready by its log line did not run as expected"
+for ready in log-line tcp-port; do
+  "$skewbench" run "$scenario" --target "$scratch/$ready" --out "$scratch/$ready-run" -q >"$scratch/$ready.txt" 2>&1 || {
+    cat "$scratch/$ready.txt"
+    echo "FAIL: the service ready by $ready did not run as expected"
+    exit 1
+  }
+done
+echo "ok: a service is ready when its log holds the line its target file names, or when its port accepts"
+set +e
+"$skewbench" run "$scenario" --target "$scratch/silent" --out "$scratch/silent-run" -q >"$scratch/silent.txt" 2>&1
+code=$?
+set -e
+if [[ $code -ne 3 ]] || ! grep -q "cannot start target silent (silent): .*not ready within .*does not accept a connection" \
+  "$scratch/silent.txt"; then
+  cat "$scratch/silent.txt"
+  echo "FAIL: a service that never gets ready exited $code, not 3 naming the target and why"
   exit 1
-}
-echo "ok: a service is ready when its log holds the line its target file names"
+fi
+echo "ok: a service that never gets ready is an ERROR naming the target and why (exit 3)"
 set +e
 "$skewbench" run "$scenario" --target "$scratch/crash" --out "$scratch/crash-run" -q >"$scratch/crash.txt" 2>&1
 code=$?
