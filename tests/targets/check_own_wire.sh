@@ -9,7 +9,9 @@
 # 0. Every example's target file conforms to schemas/target.schema.json.
 # 1. The run exits 0: CONFLICT with 2 effects, both sink calls in the
 #    scenario's evidence (one from each instance), and the folder verifies.
-# 2. It can fail: the same service with a sink rule that reads the operation
+# 2. The service's word changes nothing: a copy that answers every charge
+#    200 ("replayed") still reads CONFLICT, 2 effects.
+#    It can fail: the same service with a sink rule that reads the operation
 #    id from the wrong place exits 3, an ERROR naming the target, never a
 #    verdict; and a scenario whose TTL is not the service's is exit 2.
 # 3. Readiness by a log line and by a port work; a service that exits before
@@ -56,6 +58,34 @@ assert [c["operation_id"] for c in calls] == [evidence["operation_id"]] * 2, cal
 assert sorted(c["instance"] for c in calls) == ["python-sqlite", "python-sqlite@2"], calls
 assert all(c["applied"] and c["path"] == "/charges" for c in calls), calls
 print("ok: CONFLICT, 2 effects counted at the sink, one call from each instance")
+PY
+
+# The same service lying: every charge it makes is answered 200, "replayed"
+# by its target's rules. The effects are counted at the sink, so the verdict
+# is the same CONFLICT, 2 effects.
+mkdir -p "$scratch/liar"
+sed 's/self.answer(201, payment)/self.answer(200, payment)/' "$example/service.py" >"$scratch/liar/service.py"
+if cmp -s "$example/service.py" "$scratch/liar/service.py"; then
+  echo "FAIL: the lying copy of the service is the service itself"
+  exit 1
+fi
+python3 - "$example/target.json" "$scratch/liar/target.json" <<'PY'
+import json, sys
+json.dump(dict(json.load(open(sys.argv[1])), name="liar"), open(sys.argv[2], "w"))
+PY
+set +e
+"$skewbench" run "$scenario" --target "$scratch/liar" --out "$scratch/liar-run" -q >"$scratch/liar.txt" 2>&1
+set -e
+python3 - "$scratch/liar-run/scenarios/018-two-instances-skewed.json" "$scratch/liar.txt" <<'PY'
+import json, sys
+evidence = json.load(open(sys.argv[1]))
+replays = [e for step in evidence["timeline"] for e in step.get("exchanges", [])
+           if (e.get("harness") or {}).get("answer_class") == "replayed"]
+if not replays or evidence["verdict"] != "CONFLICT" or evidence["final"]["effect_count"] != 2:
+    print(open(sys.argv[2]).read())
+    sys.exit(f"FAIL: a service answering replayed while it charged again gave {evidence['verdict']}, "
+             f"{evidence['final'].get('effect_count')} effects, {len(replays)} answers classed replayed")
+print("ok: a service that says replayed while it charges again still reads CONFLICT, 2 effects, from the sink")
 PY
 
 # The same service, read from the wrong place: no verdict may come of it.
