@@ -218,4 +218,15 @@ void ObjectReader::finish() const {
   }
 }
 
+std::optional<nlohmann::json> value_at_pointer(std::string_view text, const std::string& pointer) {
+  try {
+    const auto document = parse_bounded_json(text);
+    const nlohmann::json::json_pointer at(pointer);
+    if (!document.contains(at)) return std::nullopt;
+    return document.at(at);
+  } catch (const std::exception&) {
+    return std::nullopt;  // not JSON, too deep, or a malformed pointer
+  }
+}
+
 }  // namespace skewbench

@@ -54,6 +54,11 @@ nlohmann::json parse_json_text(std::string_view text);
 // deeper value would overflow the stack, and a text longer than kMaxJsonBytes.
 nlohmann::json parse_bounded_json(std::string_view text);
 
+// The value at RFC 6901 `pointer` in the untrusted JSON `text` (parsed by
+// parse_bounded_json); nullopt when the text is not JSON skewbench reads, the
+// pointer is malformed, or nothing is there.
+std::optional<nlohmann::json> value_at_pointer(std::string_view text, const std::string& pointer);
+
 class ObjectReader {
  public:
   // Throws InputError unless `value` is an object.

@@ -85,17 +85,9 @@ std::optional<std::string> read_operation_id(const OperationIdSource& source, co
       return found->second;
     }
     case OperationIdSource::From::json_pointer: {
-      json document;
-      try {
-        document = parse_bounded_json(body);
-        const json::json_pointer pointer(source.json_pointer);
-        if (!document.contains(pointer)) return std::nullopt;
-        const auto& value = document.at(pointer);
-        if (value.is_string() && !value.get<std::string>().empty()) return value.get<std::string>();
-        if (value.is_number_integer()) return value.dump();
-      } catch (const std::exception&) {
-        // Not JSON, or a pointer the body cannot hold: the id is not there.
-      }
+      const auto value = value_at_pointer(body, source.json_pointer);
+      if (value && value->is_string() && !value->get<std::string>().empty()) return value->get<std::string>();
+      if (value && value->is_number_integer()) return value->dump();
       return std::nullopt;
     }
     case OperationIdSource::From::path_segment: {

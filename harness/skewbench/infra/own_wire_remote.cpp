@@ -54,15 +54,10 @@ std::string render_template(std::string_view text, const std::map<std::string, s
 
 AnswerClass classify_answer(const OwnWire& wire, int status, const std::string& body) {
   if (wire.json_pointer) {
-    try {
-      const auto document = parse_bounded_json(body);
-      const json::json_pointer pointer(*wire.json_pointer);
-      if (document.contains(pointer) && document.at(pointer).is_string()) {
-        const auto found = wire.by_value.find(document.at(pointer).get<std::string>());
-        if (found != wire.by_value.end()) return found->second;
+    if (const auto value = value_at_pointer(body, *wire.json_pointer); value && value->is_string()) {
+      if (const auto found = wire.by_value.find(value->get<std::string>()); found != wire.by_value.end()) {
+        return found->second;
       }
-    } catch (const std::exception&) {
-      // Not JSON: classified by its status.
     }
   }
   const auto found = wire.by_status.find(status);

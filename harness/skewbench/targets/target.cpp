@@ -81,6 +81,14 @@ void check_placeholders(std::string_view text, const std::vector<std::string_vie
 const std::vector<std::string_view> kRequestNames(std::begin(infra::kRequestPlaceholders),
                                                   std::end(infra::kRequestPlaceholders));
 
+void check_pointer(const std::string& pointer, const std::string& path) {
+  try {
+    const json::json_pointer parsed(pointer);
+  } catch (const std::exception& e) {
+    throw InputError(path, "\"" + pointer + "\" is not a JSON pointer: " + e.what());
+  }
+}
+
 remote_effect::Readiness read_ready(ObjectReader& service) {
   remote_effect::Readiness ready;
   const auto* spec = service.optional("ready");
@@ -113,11 +121,7 @@ infra::OperationIdSource read_sink(ObjectReader& root) {
     if (header->empty()) throw InputError("$.sink.operation_id.header", "is empty");
     source.header = *header;
   } else if (const auto pointer = reader.optional_string("json_pointer")) {
-    try {
-      const json::json_pointer parsed(*pointer);
-    } catch (const std::exception& e) {
-      throw InputError("$.sink.operation_id.json_pointer", "\"" + *pointer + "\" is not a JSON pointer: " + e.what());
-    }
+    check_pointer(*pointer, "$.sink.operation_id.json_pointer");
     source.from = infra::OperationIdSource::From::json_pointer;
     source.json_pointer = *pointer;
   } else if (const auto segment = reader.optional_int_within("path_segment", 0, 64)) {
@@ -148,11 +152,7 @@ void read_answer(ObjectReader& root, infra::OwnWire& wire) {
     wire.by_status[static_cast<int>(*parsed)] = read_class(word, path);
   }
   if (const auto pointer = answer.optional_string("json_pointer")) {
-    try {
-      const json::json_pointer parsed(*pointer);
-    } catch (const std::exception& e) {
-      throw InputError("$.answer.json_pointer", "\"" + *pointer + "\" is not a JSON pointer: " + e.what());
-    }
+    check_pointer(*pointer, "$.answer.json_pointer");
     wire.json_pointer = *pointer;
     for (const auto& [value, word] : answer.require_object("values").items()) {
       wire.by_value[value] = read_class(word, "$.answer.values." + value);
