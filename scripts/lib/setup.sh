@@ -49,9 +49,11 @@ SKEWBENCH_DOCKER_TEST_TOOLS=("dockerd:docker.io" "debootstrap:debootstrap")
 SKEWBENCH_DOCKER_TEST_PACKAGES=(gpgv debian-archive-keyring)
 # What the targets run on (targets/, docs/targets.md): Node.js (checked by
 # command, like the build's), Redis as the libraries' store (redis-cli asks it
-# its clock), libfaketime for the processes' clocks. The test suite runs the
-# targets too.
-SKEWBENCH_TARGET_PACKAGES=(redis-server redis-tools libfaketime)
+# its clock), libfaketime for the processes' clocks, and psycopg for the
+# example service on PostgreSQL (examples/services/python-postgres, whose
+# server is the build's postgresql package). The test suite runs the targets
+# and the examples too.
+SKEWBENCH_TARGET_PACKAGES=(redis-server redis-tools libfaketime python3-psycopg)
 
 skewbench_os_codename() {
   . /etc/os-release

@@ -5,6 +5,8 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <unistd.h>
+
 #include "common/errors.hpp"
 #include "common/files.hpp"
 #include "infra/store_process.hpp"
@@ -110,6 +112,8 @@ TEST_CASE("a target file is read with its service, its store and its needs") {
   REQUIRE(t.store);
   CHECK(t.store->wall_clock == "skewbench");
   CHECK(t.store->clock_probe == "redis-cli -p {store_port} TIME");  // filled in by the store, at each ask
+  CHECK(t.store->ready_command.empty());                            // its port accepting a connection is enough
+  CHECK_FALSE(t.store->run_as.has_value());
   CHECK(targets::missing_needs(t).empty());
 
   runner::StackOptions services;
@@ -139,6 +143,25 @@ TEST_CASE("a target file that cannot be used is refused, naming the file and the
   doc = valid_target("lib-a");
   doc["service"].erase("command");
   CHECK_THAT(refusal(doc), ContainsSubstring("$.service.command"));
+  // The store's commands hold only its own placeholders.
+  doc = valid_target("lib-a");
+  doc["store"]["command"] = "redis-server --port {port}";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.command: {port} is not a placeholder here"));
+  doc = valid_target("lib-a");
+  doc["store"]["clock_probe"] = "redis-cli -p {store_prt} TIME";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.clock_probe: {store_prt}"));
+  doc = valid_target("lib-a");
+  doc["store"]["ready"] = {{"command", "pg_isready -p {sink_url}"}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.ready.command: {sink_url}"));
+  doc["store"]["ready"] = {{"command", ""}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.ready.command"));
+  doc["store"]["ready"] = {{"command", "true"}, {"tcp_port", true}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.ready: holds exactly one"));
+  doc["store"]["ready"] = {{"http_get", "/"}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.ready"));
+  doc = valid_target("lib-a");
+  doc["store"]["run_as"] = "post gres";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.store.run_as"));
   TargetsDir dir(valid_target("lib-a"));
   CHECK_THROWS_WITH(targets::load_target("lib-z", dir.dir.path()), ContainsSubstring("lib-a"));
 }
@@ -383,4 +406,34 @@ TEST_CASE("a store's clock is read through its clock probe, and a probe that fai
   CHECK_THROWS_WITH(probe_of("echo no time").wall_clock_s(), ContainsSubstring("printed no whole number: no time"));
   CHECK_THROWS_WITH(probe_of("false").wall_clock_s(), ContainsSubstring("clock probe (false) exited with code 1"));
   CHECK_THROWS_WITH(probe_of("sleep 30").wall_clock_s(), ContainsSubstring("did not answer within 1 s"));
+}
+
+// A store that accepts connections before it serves (PostgreSQL while it
+// recovers) is ready only once its ready command exits 0; one that never
+// does is an error naming the command's wait, and a run_as user that does not
+// exist is refused before it starts.
+TEST_CASE("a store is ready once its port accepts a connection and its ready command exits 0") {
+  TempDir dir("store-ready");
+  infra::StoreOptions options;
+  options.name = "listener";
+  options.command =
+      "python3 -c 'import socket,sys,time; s=socket.socket(); s.bind((\"127.0.0.1\", int(sys.argv[1]))); "
+      "s.listen(); time.sleep(0.5); open(sys.argv[2] + \"/serving\", \"w\").close(); time.sleep(60)' "
+      "{store_port} {store_dir}";
+  options.ready_timeout = std::chrono::milliseconds(3000);
+  options.ready_command = "test -f {store_dir}/serving";
+  {
+    // It listens half a second before it serves: ready means serving.
+    infra::StoreProcess store(options, dir.path() / "data", dir.path() / "store.log", {});
+    CHECK(std::filesystem::exists(dir.path() / "data" / "serving"));
+  }
+  options.ready_command = "test -f {store_dir}/never";
+  CHECK_THROWS_WITH(infra::StoreProcess(options, dir.path() / "data2", dir.path() / "store2.log", {}),
+                    ContainsSubstring("and pass its ready command within 3000 ms"));
+  if (::geteuid() == 0) {
+    options.ready_command = "";
+    options.run_as = "no-such-user-here";
+    CHECK_THROWS_WITH(infra::StoreProcess(options, dir.path() / "data3", dir.path() / "store3.log", {}),
+                      ContainsSubstring("run_as \"no-such-user-here\": there is no user"));
+  }
 }

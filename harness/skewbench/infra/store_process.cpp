@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <regex>
 #include <thread>
 
@@ -50,12 +51,31 @@ StoreProcess::StoreProcess(StoreOptions options, std::filesystem::path data_dir,
       log_path_(std::move(log_path)),
       clock_env_(std::move(clock_env)) {
   std::filesystem::create_directories(data_dir_);
+  if (options_.run_as && ::geteuid() == 0) hand_over_to_user();
   try {
     port_ = free_loopback_port();
   } catch (const std::exception& e) {
     throw InfrastructureError("store " + options_.name + ": " + e.what());
   }
   start();
+}
+
+void StoreProcess::hand_over_to_user() {
+  const auto why = [&](const std::string& what) {
+    return InfrastructureError("store " + options_.name + ": run_as \"" + *options_.run_as + "\": " + what);
+  };
+  try {
+    run_as_ = RunAs::user(*options_.run_as);
+  } catch (const std::exception& e) {
+    throw why(e.what());
+  }
+  if (::chown(data_dir_.c_str(), run_as_->uid, run_as_->gid) != 0) {
+    throw why("cannot hand " + data_dir_.string() + " to the user: " + std::strerror(errno));
+  }
+  std::error_code ec;
+  std::filesystem::permissions(data_dir_.parent_path(), std::filesystem::perms::others_exec,
+                               std::filesystem::perm_options::add, ec);
+  if (ec) throw why("cannot let the user reach " + data_dir_.parent_path().string() + ": " + ec.message());
 }
 
 StoreProcess::~StoreProcess() {
@@ -72,6 +92,7 @@ std::map<std::string, std::string> StoreProcess::placeholders() const {
 void StoreProcess::start() {
   Subprocess::Options process_options;
   process_options.stderr_path = log_path_.string();
+  process_options.run_as = run_as_;
   auto values = options_.placeholders;
   values.merge(placeholders());
   for (const auto& [name, value] : options_.env) {
@@ -92,9 +113,10 @@ void StoreProcess::start() {
                                 " before it accepted a connection on port " + std::to_string(port_) + ": " +
                                 log_tail(log_path_));
     }
-    if (accepts_connection(port_)) return;
+    const bool accepts = accepts_connection(port_);
+    if (accepts && serves()) return;
     // The pause between two checks ends at once on a stop request.
-    if (wait_readable_or_stop(-1, stop_request_fd(), 20)) {
+    if (wait_readable_or_stop(-1, stop_request_fd(), accepts ? 100 : 20)) {
       process_->signal_group(SIGKILL);
       process_->stop();
       throw Interrupted();
@@ -103,8 +125,8 @@ void StoreProcess::start() {
   process_->signal_group(SIGKILL);
   process_->stop();
   throw InfrastructureError("store " + options_.name + " did not accept a connection on port " + std::to_string(port_) +
-                            " within " + std::to_string(options_.ready_timeout.count()) +
-                            " ms: " + log_tail(log_path_));
+                            (options_.ready_command.empty() ? "" : " and pass its ready command") + " within " +
+                            std::to_string(options_.ready_timeout.count()) + " ms: " + log_tail(log_path_));
 }
 
 void StoreProcess::restart() {
@@ -114,6 +136,26 @@ void StoreProcess::restart() {
   }
   process_.reset();
   start();
+}
+
+CommandResult StoreProcess::run_probe(const std::string& command, std::chrono::seconds timeout) const {
+  auto values = options_.placeholders;
+  values.merge(placeholders());
+  // timeout: a store that stopped answering must not hold the run (SIGKILL
+  // when the probe outlives SIGTERM). Its stderr goes to the store's log, so
+  // that nothing but its answer is read.
+  return run_command({"timeout", "-k", "5", std::to_string(timeout.count()), "/bin/sh", "-c",
+                      "exec env " + text::expand_placeholders(command, values, true) + " 2>>" +
+                          text::shell_quoted(log_path_.string())});
+}
+
+bool StoreProcess::serves() const {
+  if (options_.ready_command.empty()) return true;
+  try {
+    return run_probe(options_.ready_command, std::chrono::seconds(5)).exit_code == 0;
+  } catch (const std::exception& e) {
+    throw InfrastructureError("store " + options_.name + ": its ready command cannot be started: " + e.what());
+  }
 }
 
 std::optional<std::int64_t> StoreProcess::wall_clock_s() const {
@@ -126,11 +168,7 @@ std::optional<std::int64_t> StoreProcess::wall_clock_s() const {
   };
   CommandResult result;
   try {
-    // timeout: a store that stopped answering must not hold the run (SIGKILL
-    // when the probe outlives SIGTERM). Its stderr goes to the store's log,
-    // so that nothing but its answer is read as the clock.
-    result = run_command({"timeout", "-k", "5", std::to_string(options_.probe_timeout.count()), "/bin/sh", "-c",
-                          "exec env " + probe + " 2>>" + text::shell_quoted(log_path_.string())});
+    result = run_probe(options_.clock_probe, options_.probe_timeout);
   } catch (const std::exception& e) {
     throw why(std::string("cannot be started: ") + e.what());
   }

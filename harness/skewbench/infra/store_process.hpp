@@ -38,6 +38,16 @@ struct StoreOptions {
   // is the store's Unix second, and its standard error goes to the store's
   // log. Empty: the store cannot be asked.
   std::string clock_probe;
+  // A command that exits 0 once the store serves (`pg_isready -p {store_port}`:
+  // PostgreSQL accepts connections while it still recovers), run like the
+  // clock probe, after the port accepts a connection and until it exits 0.
+  // Empty: a connection to the port is enough.
+  std::string ready_command;
+  // When skewbench runs as root, the store runs as this user (a server that
+  // refuses root, as PostgreSQL does): its data folder is handed to the user,
+  // and the folder holding it and its clock file is made traversable (not
+  // readable) by others. Ignored when skewbench is not root.
+  std::optional<std::string> run_as;
   std::chrono::milliseconds ready_timeout{10000};
   std::chrono::seconds probe_timeout{10};  // for one answer of the clock probe
 };
@@ -70,12 +80,20 @@ class StoreProcess {
 
  private:
   void start();
+  // As root with run_as: resolves the user, hands it the data folder.
+  void hand_over_to_user();
+  // Runs one of the target's commands about the store (a probe) with its
+  // placeholders, outside the clock library, within `timeout`.
+  CommandResult run_probe(const std::string& command, std::chrono::seconds timeout) const;
+  // True once the ready command exits 0 (or there is none).
+  bool serves() const;
 
   StoreOptions options_;
   std::filesystem::path data_dir_;
   std::filesystem::path log_path_;
   std::map<std::string, std::string> clock_env_;
   int port_ = 0;
+  std::optional<RunAs> run_as_;
   std::unique_ptr<Subprocess> process_;
 };
 

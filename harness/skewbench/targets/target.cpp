@@ -30,6 +30,26 @@ std::map<std::string, std::string> read_env(ObjectReader& parent, std::string_vi
   return out;
 }
 
+void check_placeholders(std::string_view text, const std::vector<std::string_view>& known, const std::string& path);
+
+// When the store serves: its port accepts a connection ({"tcp_port": true},
+// the default), or also a command exits 0 ({"command": "pg_isready ..."}).
+std::string read_store_ready(ObjectReader& store) {
+  const auto* spec = store.optional("ready");
+  if (spec == nullptr) return "";
+  ObjectReader reader(*spec, "$.store.ready");
+  if (spec->size() != 1) throw InputError("$.store.ready", "holds exactly one of command, tcp_port");
+  std::string command;
+  if (const auto given = reader.optional_string("command")) {
+    if (given->empty()) throw InputError("$.store.ready.command", "is empty");
+    command = *given;
+  } else if (const auto tcp = reader.optional_bool("tcp_port")) {
+    if (!*tcp) throw InputError("$.store.ready.tcp_port", "is true, or left out");
+  }
+  reader.finish();
+  return command;
+}
+
 std::optional<infra::StoreOptions> read_store(ObjectReader& root, const fs::path& dir) {
   const auto* spec = root.optional("store");
   if (spec == nullptr) return std::nullopt;
@@ -54,7 +74,19 @@ std::optional<infra::StoreOptions> read_store(ObjectReader& root, const fs::path
       throw InputError("$.store.clock_probe", "is empty; leave it out when the store cannot be asked");
     store.clock_probe = *probe;
   }
+  store.ready_command = read_store_ready(reader);
+  if (const auto user = reader.optional_string("run_as")) {
+    if (!std::regex_match(*user, std::regex("[a-z_][a-z0-9_-]{0,31}"))) {
+      throw InputError("$.store.run_as", "\"" + *user + "\" is not a user name");
+    }
+    store.run_as = *user;
+  }
   reader.finish();
+  const std::vector<std::string_view> known = {"{target_dir}", "{store_port}", "{store_dir}"};
+  check_placeholders(store.command, known, "$.store.command");
+  for (const auto& [variable, value] : store.env) check_placeholders(value, known, "$.store.env." + variable);
+  check_placeholders(store.clock_probe, known, "$.store.clock_probe");
+  check_placeholders(store.ready_command, known, "$.store.ready.command");
   return store;
 }
 
