@@ -10,7 +10,8 @@
 # 1. The run exits 0: CONFLICT with 2 effects, both sink calls in the
 #    scenario's evidence (one from each instance), and the folder verifies.
 # 2. The service's word changes nothing: a copy that answers every charge
-#    200 ("replayed") still reads CONFLICT, 2 effects.
+#    200 ("replayed") still reads CONFLICT, 2 effects; a copy that answers a
+#    replay 201 ("applied") without charging again is an ERROR (exit 3).
 #    It can fail: the same service with a sink rule that reads the operation
 #    id from the wrong place exits 3, an ERROR naming the target, never a
 #    verdict; and a scenario whose TTL is not the service's is exit 2.
@@ -87,6 +88,34 @@ if not replays or evidence["verdict"] != "CONFLICT" or evidence["final"]["effect
              f"{evidence['final'].get('effect_count')} effects, {len(replays)} answers classed replayed")
 print("ok: a service that says replayed while it charges again still reads CONFLICT, 2 effects, from the sink")
 PY
+
+# The other lie: a replay answered 201, "applied", as if it charged again
+# while the provider saw one charge. No verdict may come of a service that
+# claims an effect its provider never saw: an ERROR naming the target.
+mkdir -p "$scratch/claims"
+sed 's/self.answer(200, json.loads(response))/self.answer(201, json.loads(response))/' "$example/service.py" \
+  >"$scratch/claims/service.py"
+if cmp -s "$example/service.py" "$scratch/claims/service.py"; then
+  echo "FAIL: the claiming copy of the service is the service itself"
+  exit 1
+fi
+python3 - "$example/target.json" "$scratch/claims/target.json" <<'PY'
+import json, sys
+json.dump(dict(json.load(open(sys.argv[1])), name="claims"), open(sys.argv[2], "w"))
+PY
+set +e
+"$skewbench" run scenarios/targets/015-same-key-after-lost-ack.json --target "$scratch/claims" \
+  --out "$scratch/claims-run" -q >"$scratch/claims.txt" 2>&1
+code=$?
+set -e
+if [[ $code -ne 3 ]] || ! grep -q "ERROR" "$scratch/claims.txt" ||
+  ! grep -q "target claims: POST /payments answered 201 (applied) but the effect sink took no call" \
+    "$scratch/claims-run/scenarios/015-same-key-after-lost-ack.json"; then
+  cat "$scratch/claims.txt"
+  echo "FAIL: a service that claims an effect its provider never saw exited $code, not 3 with an ERROR naming it"
+  exit 1
+fi
+echo "ok: a service that answers applied without a call at the sink is an ERROR naming the target (exit 3)"
 
 # The same service, read from the wrong place: no verdict may come of it.
 mkdir -p "$scratch/wrong-rule"

@@ -24,7 +24,7 @@ using Catch::Matchers::ContainsSubstring;
 using nlohmann::json;
 
 // How the stand-in behaves.
-enum class Behaviour { honest, performs_elsewhere, wrong_reference, answers_500 };
+enum class Behaviour { honest, performs_elsewhere, wrong_reference, answers_500, charges_once };
 
 // POST /payments: calls the sink's POST {provider}/charges with the order id
 // as "reference" (as an honest service does), then answers 201 with a count
@@ -38,7 +38,8 @@ class StandIn {
         response.status = 500;
         return;
       }
-      if (behaviour_ != Behaviour::performs_elsewhere) {
+      const bool charged_before = behaviour_ == Behaviour::charges_once && requests_++ > 0;
+      if (behaviour_ != Behaviour::performs_elsewhere && !charged_before) {
         httplib::Client provider("127.0.0.1", provider_port_);
         const auto reference = behaviour_ == Behaviour::wrong_reference ? std::string("someone-else")
                                                                         : body["order_id"].get<std::string>();
@@ -67,6 +68,7 @@ class StandIn {
   httplib::Server server_;
   int provider_port_;
   Behaviour behaviour_;
+  int requests_ = 0;
   int port_ = 0;
   std::thread thread_;
 };
@@ -149,6 +151,16 @@ TEST_CASE(
     CHECK_THROWS_WITH(remote.post_effect(post("op-1")),
                       ContainsSubstring("target app: POST /payments answered 201 (applied) but the effect sink "
                                         "holds no applied call for operation op-1"));
+  }
+  SECTION("the service answers applied again without calling the sink again") {
+    StandIn service(sink, Behaviour::charges_once);
+    OwnWireRemote remote(payments_wire(), service.url(), {.timeout_s = 5}, sink, tally, nullptr);
+    CHECK(remote.post_effect(post("op-1")).answer.snapshot.effect_count == 1);
+    CHECK_THROWS_WITH(remote.post_effect(post("op-1")),
+                      ContainsSubstring("target app: POST /payments answered 201 (applied) but the effect sink took "
+                                        "no call for operation op-1 while it was in flight (it holds 1 applied"));
+    CHECK(tally.of("op-1") == 1);  // the first, honest, POST only
+    return;
   }
   SECTION("the sink rule finds another id") {
     StandIn service(sink, Behaviour::wrong_reference);

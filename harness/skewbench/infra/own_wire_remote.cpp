@@ -98,6 +98,7 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
   if (r.drop_ack) wire_headers.emplace_back(std::string(kFaultHeader), "drop_ack");
   PostExchange ex{sent(wire_.method, path, headers, body), {}};
   const auto dropped_before = proxy_counts_ ? proxy_counts_->of(r.operation_id).ack_drops : 0;
+  const auto effects_before = sink_->applied(r.operation_id);
   const auto answer = transport_.exchange(wire_.method, path, wire_headers, body);
   ex.duration_us = answer.waited_us;
   if (!answer.answered()) {
@@ -118,10 +119,11 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
         transport_.name(wire_.method, path) + (r.drop_ack ? " (drop_ack by the fault proxy)" : "") + ": " +
         transport_.describe_failure(answer) + (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
   }
-  return read_answer(std::move(ex), answer, r);
+  return read_answer(std::move(ex), answer, r, effects_before);
 }
 
-PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& answer, const PostEffectRequest& r) {
+PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& answer, const PostEffectRequest& r,
+                                        std::int64_t effects_before) {
   ex.http_status = answer.status;
   ex.response_body = body_for_evidence(answer.body);
   const auto kind = classify_answer(wire_, answer.status, answer.body);
@@ -138,6 +140,16 @@ PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& a
         throw InfrastructureError(
             where + " answered " + std::to_string(answer.status) + " (" + std::string(kAnswerClasses.name(kind)) +
             ") but the effect sink holds no applied call for operation " + r.operation_id + ": " + kNoSinkCall);
+      }
+      // Applied means the service performed the effect for this request: the
+      // sink took a call for it while the request was in flight. A replay may
+      // or may not call the provider; the sink counts whatever it did.
+      if (kind == AnswerClass::applied && sink_->applied(r.operation_id) <= effects_before) {
+        throw InfrastructureError(where + " answered " + std::to_string(answer.status) +
+                                  " (applied) but the effect sink took no call for operation " + r.operation_id +
+                                  " while it was in flight (it holds " + std::to_string(effects_before) +
+                                  " applied, as before the request): the service says it performed an effect "
+                                  "its provider never saw");
       }
       tally_->add(r.operation_id);
       ex.outcome = TransportOutcome::AckReceived;

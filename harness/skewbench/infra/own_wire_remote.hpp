@@ -119,7 +119,9 @@ class OwnWireRemote final : public RemoteApi {
   remote_effect::StatusAnswer counted(const std::string& operation_id) const;
   // The exchange's answer, classified; throws InfrastructureError for an
   // error, or a claimed effect the sink has no call of.
-  PostExchange read_answer(PostExchange ex, const http::Exchange& answer, const PostEffectRequest& request);
+  // EFFECTS_BEFORE: the sink's applied calls for the operation before the request was sent.
+  PostExchange read_answer(PostExchange ex, const http::Exchange& answer, const PostEffectRequest& request,
+                           std::int64_t effects_before);
 
   OwnWire wire_;
   HttpRemote transport_;
