@@ -168,6 +168,32 @@ bool own_readiness(const LaunchOptions& options, int port, std::uintmax_t log_of
 
 }  // namespace
 
+namespace {
+constexpr std::pair<const char*, int> kStopSignals[] = {{"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},
+                                                        {"SIGQUIT", SIGQUIT}, {"SIGHUP", SIGHUP},
+                                                        {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}};
+}  // namespace
+
+int stop_signal_named(std::string_view name) {
+  for (const auto& [signal_name, number] : kStopSignals) {
+    if (name == signal_name) return number;
+  }
+  return 0;
+}
+
+std::string stop_signal_name(int signal_number) {
+  for (const auto& [signal_name, number] : kStopSignals) {
+    if (signal_number == number) return signal_name;
+  }
+  return "signal " + std::to_string(signal_number);
+}
+
+nlohmann::json Stopping::to_json() const {
+  return {{"signal", stop_signal_name(signal)},
+          {"grace_ms", grace.count()},
+          {"restart", graceful_restart ? "graceful" : "kill"}};
+}
+
 nlohmann::json Readiness::to_json() const {
   switch (kind) {
     case Kind::protocol_health:
@@ -400,8 +426,8 @@ void RemoteEffectProcess::kill_hard() {
 
 int RemoteEffectProcess::stop() {
   if (running() && options_.command) {
-    process_->signal_group(SIGTERM);
-    if (!process_->wait_for_exit(std::chrono::milliseconds(5000))) process_->signal_group(SIGKILL);
+    process_->signal_group(options_.stopping.signal);
+    if (!process_->wait_for_exit(options_.stopping.grace)) process_->signal_group(SIGKILL);
   }
   if (running()) exit_code_ = process_->stop();
   return exit_code_.value_or(-1);
@@ -409,8 +435,9 @@ int RemoteEffectProcess::stop() {
 
 void RemoteEffectProcess::restart() {
   // A service of a command is killed, as a container is removed (docker rm
-  // -f): what it held only in memory is gone, as in the published #016 runs.
-  if (options_.command) {
+  // -f): what it held only in memory is gone, as in the published #016 runs;
+  // unless its target restarts it gracefully.
+  if (options_.command && !options_.stopping.graceful_restart) {
     kill_hard();
   } else {
     stop();

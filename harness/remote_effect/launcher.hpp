@@ -7,6 +7,7 @@
 // (LaunchOptions::command), so that skewbench can restart and switch it too.
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -38,6 +39,26 @@ struct Readiness {
   nlohmann::json to_json() const;
 };
 
+// How a service of LaunchOptions::command is stopped and restarted.
+struct Stopping {
+  // At the end of a run, and by a graceful restart: this signal to its process
+  // group, then SIGKILL when it has not exited within `grace`.
+  int signal = SIGTERM;
+  std::chrono::milliseconds grace{5000};
+  // A restart kills it (SIGKILL to its process group: a crash, what it held
+  // only in memory is gone, as a container is removed) unless `graceful`,
+  // when it is stopped as above first, as a deploy restarts it.
+  bool graceful_restart = false;
+
+  // What the evidence records: {"signal": "SIGTERM", "grace_ms": 5000, "restart": "kill"}.
+  nlohmann::json to_json() const;
+};
+
+// The signals a service may be stopped with, by name ("SIGTERM", "SIGINT",
+// "SIGQUIT", "SIGHUP", "SIGUSR1", "SIGUSR2"); 0 when NAME is none of them.
+int stop_signal_named(std::string_view name);
+std::string stop_signal_name(int signal_number);
+
 struct LaunchOptions {
   std::string binary;  // path of the remote-effect executable
   // Another service of the protocol instead of the binary: one command,
@@ -50,7 +71,8 @@ struct LaunchOptions {
   // for, and after a restart a boot_id of its own (where it reports one).
   // `port` 0 picks a free one, kept across restarts; a service that listens
   // on a fixed port is given that port. Signals go to its process group; a
-  // restart is a SIGKILL, as a container is removed.
+  // restart is a SIGKILL, as a container is removed, unless `stopping` says
+  // it is graceful.
   std::optional<std::string> command;
   std::filesystem::path state_db;
   std::string host = "127.0.0.1";
@@ -73,6 +95,8 @@ struct LaunchOptions {
   // How a service of `command` shows it is ready; a service of its own wire
   // (a black-box target) says which.
   Readiness ready;
+  // How a service of `command` is stopped and restarted.
+  Stopping stopping;
 };
 
 // The placeholders a LaunchOptions::command may hold.
@@ -110,7 +134,9 @@ class RemoteEffectProcess {
   // SIGKILL and reap: the process gets no chance to clean up (crash tests).
   void kill_hard();
 
-  // SIGTERM; returns the exit code (0 for a clean shutdown).
+  // SIGTERM (a service of `command`: its stop signal to its process group,
+  // SIGKILL after the grace period); returns the exit code (0 for a clean
+  // shutdown).
   int stop();
 
   // Starts the binary again on the same state_db and the same port (stopping

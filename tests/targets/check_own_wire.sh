@@ -15,7 +15,10 @@
 #    It can fail: the same service with a sink rule that reads the operation
 #    id from the wrong place exits 3, an ERROR naming the target, never a
 #    verdict; and a scenario whose TTL is not the service's is exit 2.
-# 3. Readiness by a log line and by a port work; a service that exits before
+# 3. A restart is a kill unless the target declares a graceful one, with its
+#    stop signal: a service that saves its memory only on SIGINT tells them
+#    apart (CONFLICT killed, SAFE stopped).
+# 4. Readiness by a log line and by a port work; a service that exits before
 #    it is ready, or never gets ready, is exit 3, naming the target and why.
 set -euo pipefail
 skewbench=${1:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
@@ -149,6 +152,65 @@ if [[ $code -ne 2 ]] || ! grep -q "ttl_s: 30 s, but target python-sqlite" "$scra
   exit 1
 fi
 echo "ok: a scenario whose TTL is not the service's is refused (exit 2)"
+
+# Restarts as the target file declares them: a service that keeps its
+# records in memory and saves them only when it gets SIGINT. Restarted with
+# "kill" (the default: a crash) it loses them and charges again; restarted
+# "graceful" with "stop": {"signal": "SIGINT"} it keeps them and replays.
+mkdir -p "$scratch/graceful" "$scratch/killed"
+cat >"$scratch/graceful/service.py" <<'PY'
+import json, os, signal, sys, urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+port, provider, saved = int(sys.argv[1]), sys.argv[2], sys.argv[3] + ".records.json"
+records = json.load(open(saved)) if os.path.exists(saved) else {}
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def answer(self, status):
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def do_GET(self):
+        self.answer(200)
+    def do_POST(self):
+        order = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["order_id"]
+        key = self.headers["Idempotency-Key"]
+        if key in records:
+            return self.answer(200)
+        charge = json.dumps({"reference": order}).encode()
+        urllib.request.urlopen(urllib.request.Request(provider + "/charges", data=charge, method="POST"), timeout=30).read()
+        records[key] = order
+        self.answer(201)
+def save_and_exit(*_):
+    json.dump(records, open(saved, "w"))
+    os._exit(0)
+signal.signal(signal.SIGINT, save_and_exit)
+ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+PY
+cp "$scratch/graceful/service.py" "$scratch/killed/"
+python3 - "$example/target.json" "$scratch" <<'PY'
+import json, sys
+target = json.load(open(sys.argv[1]))
+service = dict(target["service"], command="python3 {target_dir}/service.py {port} {sink_url} {state_db}")
+json.dump(dict(target, name="killed", service=service), open(f"{sys.argv[2]}/killed/target.json", "w"))
+service.update(restart="graceful", stop={"signal": "SIGINT", "grace_s": 10})
+json.dump(dict(target, name="graceful", service=service), open(f"{sys.argv[2]}/graceful/target.json", "w"))
+PY
+for kind in killed graceful; do
+  "$skewbench" run scenarios/targets/016-instance-restart.json --target "$scratch/$kind" --out "$scratch/$kind-run" \
+    -q >"$scratch/$kind.txt" 2>&1 || true
+done
+python3 - "$scratch" <<'PY'
+import json, sys
+def final(kind):
+    evidence = json.load(open(f"{sys.argv[1]}/{kind}-run/scenarios/016-instance-restart.json"))
+    return evidence["verdict"], evidence["final"]["effect_count"]
+for kind, expected in (("killed", ("CONFLICT", 2)), ("graceful", ("SAFE", 1))):
+    if final(kind) != expected:
+        print(open(f"{sys.argv[1]}/{kind}.txt").read())
+        sys.exit(f"FAIL: restarted as {kind}: {final(kind)}, not {expected}")
+print("ok: an instance restarted as its target declares: killed it loses its memory (CONFLICT), "
+      "stopped with its signal it keeps it (SAFE)")
+PY
 
 # Readiness by a line of its log and by its port; a service that exits before
 # it is ready, or never gets ready, is an ERROR naming the target.

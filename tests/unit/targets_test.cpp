@@ -5,6 +5,8 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <csignal>
+
 #include <unistd.h>
 
 #include "common/errors.hpp"
@@ -115,6 +117,17 @@ TEST_CASE("a target file is read with its service, its store and its needs") {
   CHECK(t.store->ready_command.empty());                            // its port accepting a connection is enough
   CHECK_FALSE(t.store->run_as.has_value());
   CHECK(targets::missing_needs(t).empty());
+  // Stopped with SIGTERM, killed by a restart, unless the file says otherwise.
+  CHECK(t.stopping.to_json() == json{{"signal", "SIGTERM"}, {"grace_ms", 5000}, {"restart", "kill"}});
+  auto graceful = valid_target("lib-b");
+  graceful["service"]["stop"] = {{"signal", "SIGINT"}, {"grace_s", 10}};
+  graceful["service"]["restart"] = "graceful";
+  TargetsDir graceful_dir(graceful, "lib-b");
+  const auto g = targets::load_target("lib-b", graceful_dir.dir.path());
+  CHECK(g.stopping.signal == SIGINT);
+  CHECK(g.stopping.grace == std::chrono::seconds(10));
+  CHECK(g.stopping.graceful_restart);
+  CHECK(g.to_json()["stopping"]["restart"] == "graceful");
 
   runner::StackOptions services;
   targets::use_target(t, services);
@@ -159,6 +172,16 @@ TEST_CASE("a target file that cannot be used is refused, naming the file and the
   CHECK_THAT(refusal(doc), ContainsSubstring("$.store.ready: holds exactly one"));
   doc["store"]["ready"] = {{"http_get", "/"}};
   CHECK_THAT(refusal(doc), ContainsSubstring("$.store.ready"));
+  doc = valid_target("lib-a");
+  doc["service"]["stop"] = {{"signal", "SIGSTOP"}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.stop.signal: \"SIGSTOP\" is not one of"));
+  doc["service"]["stop"] = {{"grace_s", 600}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.stop.grace_s"));
+  doc["service"]["stop"] = {{"grace", 6}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.stop.grace"));
+  doc = valid_target("lib-a");
+  doc["service"]["restart"] = "reboot";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.restart: \"reboot\" is not one of: kill, graceful"));
   doc = valid_target("lib-a");
   doc["store"]["run_as"] = "post gres";
   CHECK_THAT(refusal(doc), ContainsSubstring("$.store.run_as"));

@@ -138,6 +138,7 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
       launch->placeholders = options.remote_placeholders;
       if (store_) launch->placeholders.merge(store_->placeholders());
       launch->ready = options.remote_ready;
+      launch->stopping = options.remote_stopping;
     }
     remotes_.push_back(start_instance(name, std::move(launch)));
   }

@@ -121,8 +121,10 @@ struct StackOptions {
   // The TTL the service is configured with ({ttl_s}); a scenario with
   // another is refused before anything starts.
   std::optional<std::int64_t> service_ttl_s = std::nullopt;
-  // How a service of remote_command shows it is ready.
+  // How a service of remote_command shows it is ready, and how it is stopped
+  // and restarted.
   remote_effect::Readiness remote_ready = {};
+  remote_effect::Stopping remote_stopping = {};
 
   Durability durability_or_durable() const { return durability.value_or(Durability::durable); }
   infra::AckLoss ack_loss_or_default() const {

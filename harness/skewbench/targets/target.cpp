@@ -121,6 +121,33 @@ void check_pointer(const std::string& pointer, const std::string& path) {
   }
 }
 
+// $.service.stop ({"signal": "SIGINT", "grace_s": 10}) and $.service.restart
+// ("kill", the default, or "graceful").
+remote_effect::Stopping read_stopping(ObjectReader& service) {
+  remote_effect::Stopping stopping;
+  if (const auto* spec = service.optional("stop")) {
+    ObjectReader reader(*spec, "$.service.stop");
+    if (const auto name = reader.optional_string("signal")) {
+      stopping.signal = remote_effect::stop_signal_named(*name);
+      if (stopping.signal == 0) {
+        throw InputError("$.service.stop.signal",
+                         "\"" + *name + "\" is not one of: SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2");
+      }
+    }
+    if (const auto grace_s = reader.optional_int_within("grace_s", 0, 60)) {
+      stopping.grace = std::chrono::seconds(*grace_s);
+    }
+    reader.finish();
+  }
+  if (const auto restart = service.optional_string("restart")) {
+    if (*restart != "kill" && *restart != "graceful") {
+      throw InputError("$.service.restart", "\"" + *restart + "\" is not one of: kill, graceful");
+    }
+    stopping.graceful_restart = *restart == "graceful";
+  }
+  return stopping;
+}
+
 remote_effect::Readiness read_ready(ObjectReader& service) {
   remote_effect::Readiness ready;
   const auto* spec = service.optional("ready");
@@ -281,6 +308,7 @@ Target parse_target(const json& document, const fs::path& file) {
   ObjectReader service(root.require_object("service"), "$.service");
   t.service_command = service.require_string("command");
   t.service_env = read_env(service, "env");
+  t.stopping = read_stopping(service);
   if (t.schema_version >= 2) read_wire(root, service, t);
   service.finish();
   t.store = read_store(root, t.dir);
@@ -299,7 +327,8 @@ json Target::to_json() const {
               {"description", description},
               {"file", file.string()},
               {"store", store ? json(store->name) : json(nullptr)},
-              {"wire", own_wire ? "own" : "skewbench"}};
+              {"wire", own_wire ? "own" : "skewbench"},
+              {"stopping", stopping.to_json()}};
   if (own_wire) {
     out["ready"] = ready.to_json();
     out["ttl_s"] = ttl_s ? json(*ttl_s) : json(nullptr);
@@ -374,6 +403,7 @@ void use_target(const Target& target, runner::StackOptions& services) {
   if (!services.ack_loss) services.ack_loss = infra::AckLoss::proxy;
   services.target = target.to_json();
   services.remote_ready = target.ready;
+  services.remote_stopping = target.stopping;
   services.own_wire = target.own_wire;
   services.sink_operation_id = target.sink_operation_id;
   services.service_ttl_s = target.ttl_s;

@@ -59,6 +59,8 @@ struct Target {
   std::optional<infra::OwnWire> own_wire;
   infra::OperationIdSource sink_operation_id;
   remote_effect::Readiness ready;
+  // How an instance is stopped and restarted ($.service.stop, $.service.restart).
+  remote_effect::Stopping stopping;
   std::optional<std::int64_t> ttl_s;
 
   // What the evidence records of it: name, library, description, file.
