@@ -11,7 +11,8 @@
 #    scenario's evidence (one from each instance), and the folder verifies.
 # 2. The service's word changes nothing: a copy that answers every charge
 #    200 ("replayed") still reads CONFLICT, 2 effects; a copy that answers a
-#    replay 201 ("applied") without charging again is an ERROR (exit 3).
+#    replay 201 ("applied") without charging again is an ERROR (exit 3), as
+#    is one that stalls on a charge or dies on it.
 #    It can fail: the same service with a sink rule that reads the operation
 #    id from the wrong place exits 3, an ERROR naming the target, never a
 #    verdict; and a scenario whose TTL is not the service's is exit 2.
@@ -152,6 +153,48 @@ if [[ $code -ne 2 ]] || ! grep -q "ttl_s: 30 s, but target python-sqlite" "$scra
   exit 1
 fi
 echo "ok: a scenario whose TTL is not the service's is refused (exit 2)"
+
+# A service that stalls on a charge, and one that dies on it: an ERROR naming
+# the target, within the run's --http-timeout, never a verdict.
+mkdir -p "$scratch/stalls" "$scratch/dies"
+cat >"$scratch/stalls/service.py" <<'PY'
+import os, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def do_POST(self):
+        if sys.argv[2] == "dies":
+            os._exit(1)
+        threading.Event().wait()
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+PY
+cp "$scratch/stalls/service.py" "$scratch/dies/"
+python3 - "$example/target.json" "$scratch" <<'PY'
+import json, sys
+target = json.load(open(sys.argv[1]))
+for name in ("stalls", "dies"):
+    service = dict(target["service"], command="python3 {target_dir}/service.py {port} " + name)
+    json.dump(dict(target, name=name, service=service, needs=["python3"]), open(f"{sys.argv[2]}/{name}/target.json", "w"))
+PY
+for kind in stalls dies; do
+  set +e
+  started=$SECONDS
+  "$skewbench" run scenarios/targets/015-same-key-after-lost-ack.json --target "$scratch/$kind" --http-timeout 2 \
+    --out "$scratch/$kind-run" -q >"$scratch/$kind.txt" 2>&1
+  code=$?
+  set -e
+  if [[ $code -ne 3 ]] || ! grep -q "ERROR .*target $kind: POST .*/payments" "$scratch/$kind.txt" ||
+    ((SECONDS - started > 60)); then
+    cat "$scratch/$kind.txt"
+    echo "FAIL: a service that $kind on a charge exited $code after $((SECONDS - started)) s, not 3 with an ERROR naming it"
+    exit 1
+  fi
+done
+echo "ok: a service that stalls on a charge, or dies on it, is an ERROR naming the target (exit 3)"
 
 # Restarts as the target file declares them: a service that keeps its
 # records in memory and saves them only when it gets SIGINT. Restarted with

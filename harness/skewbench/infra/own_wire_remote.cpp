@@ -97,14 +97,32 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
   wire_headers.emplace_back(std::string(kOperationHeader), r.operation_id);
   if (r.drop_ack) wire_headers.emplace_back(std::string(kFaultHeader), "drop_ack");
   PostExchange ex{sent(wire_.method, path, headers, body), {}};
-  const auto dropped_before = proxy_counts_ ? proxy_counts_->of(r.operation_id).ack_drops : 0;
+  const auto proxy_before = proxy_counts_ ? proxy_counts_->of(r.operation_id) : ProxyCounts{};
+  const auto dropped_before = proxy_before.ack_drops;
   const auto effects_before = sink_->applied(r.operation_id);
-  const auto answer = transport_.exchange(wire_.method, path, wire_headers, body);
+  const auto answer = [&] {
+    try {
+      return transport_.exchange(wire_.method, path, wire_headers, body);
+    } catch (const InfrastructureError& e) {
+      throw InfrastructureError("target " + wire_.target + ": " + e.what());  // no answer within the deadline
+    }
+  }();
   ex.duration_us = answer.waited_us;
   if (!answer.answered()) {
     if (r.drop_ack && answer.error == httplib::Error::Read && !answer.head_received) {
       ex.outcome = TransportOutcome::AckUnknown;
       ex.answer.snapshot = counted(r.operation_id);
+      // The proxy drops a 2xx it read. Without one, the service gave no
+      // answer (it closed the connection, or died), or one that said it did
+      // not take the request: either way not a lost acknowledgement.
+      if (proxy_counts_ != nullptr && *ex.answer.snapshot.ack_drops == dropped_before) {
+        const bool closed = proxy_counts_->of(r.operation_id).unanswered > proxy_before.unanswered;
+        throw InfrastructureError(
+            "target " + wire_.target + ": " + wire_.method + " " + path + " (drop_ack by the fault proxy): " +
+            (closed ? "the service closed the connection without an answer, so the fault proxy had none to drop"
+                    : "the service's answer was not 2xx (it did not take the request), and the fault proxy "
+                      "dropped it"));
+      }
       // The proxy read a 2xx before it dropped it: the service says it took
       // the request, so the sink must hold its effect.
       if (*ex.answer.snapshot.ack_drops > dropped_before && *ex.answer.snapshot.effect_count == 0) {
@@ -115,9 +133,10 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
       }
       return ex;
     }
-    throw InfrastructureError(
-        transport_.name(wire_.method, path) + (r.drop_ack ? " (drop_ack by the fault proxy)" : "") + ": " +
-        transport_.describe_failure(answer) + (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
+    throw InfrastructureError("target " + wire_.target + ": " + transport_.name(wire_.method, path) +
+                              (r.drop_ack ? " (drop_ack by the fault proxy)" : "") + ": " +
+                              transport_.describe_failure(answer) +
+                              (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
   }
   return read_answer(std::move(ex), answer, r, effects_before);
 }
