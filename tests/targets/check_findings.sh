@@ -16,6 +16,7 @@ source_dir=${2:?usage: check_findings.sh SKEWBENCH SOURCE_DIR}
 cd "$source_dir"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 python3 - <<'PY'
 import glob, json, sys
@@ -29,20 +30,8 @@ for f in files:
 print(f"ok: {len(files)} target files conform to schemas/target.schema.json")
 PY
 
-set +e
-"$skewbench" targets --out "$scratch/all" -q --expect docs/targets.md >"$scratch/all.txt" 2>&1
-code=$?
-set -e
-if [[ $code -ne 0 ]]; then
-  cat "$scratch/all.txt"
-  echo "FAIL: skewbench targets --expect docs/targets.md exited $code"
-  exit 1
-fi
-echo "ok: every row of every target as docs/targets.md says"
-for folder in "$scratch"/all/*/; do
-  "$skewbench" verify "$folder" >/dev/null || { echo "FAIL: $folder does not verify"; exit 1; }
-done
-echo "ok: each target's evidence folder verifies"
+targets_as_table "$scratch/all"
+echo "ok: every row of every target as docs/targets.md says; each target's evidence folder verifies"
 
 python3 - "$scratch/all" <<'PY'
 import json, os, sys
@@ -70,17 +59,5 @@ print(f"ok: {len(conflicts)} CONFLICT rows, each with the exchange that duplicat
 PY
 
 # The control's row of #017 planted as deduplicated: the run must say so.
-row='| remote-effect | 017-ttl-shorter-than-recovery | CONFLICT | 2 | 2 |'
-grep -qF "$row" docs/targets.md || { echo "FAIL: docs/targets.md has no row \"$row\""; exit 1; }
-sed "s/^| remote-effect | 017-ttl-shorter-than-recovery | CONFLICT | 2 | 2 |/| remote-effect | 017-ttl-shorter-than-recovery | SAFE | 2 | 1 |/" \
-  docs/targets.md >"$scratch/planted.md"
-set +e
-"$skewbench" targets remote-effect --out "$scratch/planted" -q --expect "$scratch/planted.md" >"$scratch/planted.txt" 2>&1
-code=$?
-set -e
-if [[ $code -ne 1 ]] || ! grep -q "DIFFERS  remote-effect × 017-ttl-shorter-than-recovery (line [0-9]*): verdict is CONFLICT, the table says SAFE" "$scratch/planted.txt"; then
-  cat "$scratch/planted.txt"
-  echo "FAIL: a planted difference was not reported (exit $code)"
-  exit 1
-fi
+planted_difference remote-effect 017-ttl-shorter-than-recovery "CONFLICT | 2 | 2" "SAFE | 2 | 1" CONFLICT
 echo "ok: a row that differs from the table is named, exit 1"

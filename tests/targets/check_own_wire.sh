@@ -65,19 +65,23 @@ assert all(c["applied"] and c["path"] == "/charges" for c in calls), calls
 print("ok: CONFLICT, 2 effects counted at the sink, one call from each instance")
 PY
 
+# lying_copy NAME SED: a copy of the example as target NAME, its service
+# changed by the sed expression SED (which must change it).
+lying_copy() {
+  mkdir -p "$scratch/$1"
+  sed "$2" "$example/service.py" >"$scratch/$1/service.py"
+  if cmp -s "$example/service.py" "$scratch/$1/service.py"; then
+    echo "FAIL: the copy $1 of the service is the service itself"
+    exit 1
+  fi
+  python3 -c 'import json, sys; json.dump(dict(json.load(open(sys.argv[1])), name=sys.argv[3]), open(sys.argv[2], "w"))' \
+    "$example/target.json" "$scratch/$1/target.json" "$1"
+}
+
 # The same service lying: every charge it makes is answered 200, "replayed"
 # by its target's rules. The effects are counted at the sink, so the verdict
 # is the same CONFLICT, 2 effects.
-mkdir -p "$scratch/liar"
-sed 's/self.answer(201, payment)/self.answer(200, payment)/' "$example/service.py" >"$scratch/liar/service.py"
-if cmp -s "$example/service.py" "$scratch/liar/service.py"; then
-  echo "FAIL: the lying copy of the service is the service itself"
-  exit 1
-fi
-python3 - "$example/target.json" "$scratch/liar/target.json" <<'PY'
-import json, sys
-json.dump(dict(json.load(open(sys.argv[1])), name="liar"), open(sys.argv[2], "w"))
-PY
+lying_copy liar 's/self.answer(201, payment)/self.answer(200, payment)/'
 set +e
 "$skewbench" run "$scenario" --target "$scratch/liar" --out "$scratch/liar-run" -q >"$scratch/liar.txt" 2>&1
 set -e
@@ -96,17 +100,7 @@ PY
 # The other lie: a replay answered 201, "applied", as if it charged again
 # while the provider saw one charge. No verdict may come of a service that
 # claims an effect its provider never saw: an ERROR naming the target.
-mkdir -p "$scratch/claims"
-sed 's/self.answer(200, json.loads(response))/self.answer(201, json.loads(response))/' "$example/service.py" \
-  >"$scratch/claims/service.py"
-if cmp -s "$example/service.py" "$scratch/claims/service.py"; then
-  echo "FAIL: the claiming copy of the service is the service itself"
-  exit 1
-fi
-python3 - "$example/target.json" "$scratch/claims/target.json" <<'PY'
-import json, sys
-json.dump(dict(json.load(open(sys.argv[1])), name="claims"), open(sys.argv[2], "w"))
-PY
+lying_copy claims 's/self.answer(200, json.loads(response))/self.answer(201, json.loads(response))/'
 set +e
 "$skewbench" run scenarios/targets/015-same-key-after-lost-ack.json --target "$scratch/claims" \
   --out "$scratch/claims-run" -q >"$scratch/claims.txt" 2>&1

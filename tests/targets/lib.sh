@@ -1,0 +1,47 @@
+# Shared by the target tests (tests/targets/check_*.sh): hold a run of
+# `skewbench targets` to the findings table, and show that the check can
+# fail. Each script sets $skewbench and $scratch, and runs from the source
+# folder.
+
+# targets_as_table OUT [ARGS...]: skewbench targets ARGS --out OUT -q
+# --expect docs/targets.md must exit 0 (its output is shown when it does
+# not); then every target's evidence folder under OUT verifies.
+targets_as_table() {
+  local out=$1
+  shift
+  local code=0
+  "$skewbench" targets "$@" --out "$out" -q --expect docs/targets.md >"$out.txt" 2>&1 || code=$?
+  if [[ $code -ne 0 ]]; then
+    cat "$out.txt"
+    echo "FAIL: skewbench targets $* --expect docs/targets.md exited $code"
+    exit 1
+  fi
+  local folder
+  for folder in "$out"/*/; do
+    "$skewbench" verify "$folder" >/dev/null || { echo "FAIL: $folder does not verify"; exit 1; }
+  done
+}
+
+# planted_difference TARGET SCENARIO CELLS PLANTED VERDICT [ARGS...]: in a
+# copy of docs/targets.md, the row of TARGET × SCENARIO whose next cells are
+# CELLS ("CONFLICT | 2 | 2") is given PLANTED instead ("SAFE | 2 | 1");
+# skewbench targets TARGET ARGS --expect COPY must exit 1 and name the row,
+# measured VERDICT where the copy says PLANTED's first cell.
+planted_difference() {
+  local target=$1 scenario=$2 cells=$3 planted=$4 verdict=$5
+  shift 5
+  local row="| $target | $scenario | $cells |"
+  grep -qF "$row" docs/targets.md || { echo "FAIL: docs/targets.md has no row \"$row\""; exit 1; }
+  local copy="$scratch/planted-$target.md"
+  python3 -c 'import sys; text = open("docs/targets.md").read(); open(sys.argv[3], "w").write(text.replace(sys.argv[1], sys.argv[2], 1))' \
+    "$row" "| $target | $scenario | $planted |" "$copy"
+  local code=0
+  "$skewbench" targets "$target" "$@" --out "$scratch/planted-$target" -q --expect "$copy" \
+    >"$scratch/planted-$target.txt" 2>&1 || code=$?
+  if [[ $code -ne 1 ]] || ! grep -qF "DIFFERS  $target × $scenario (line" "$scratch/planted-$target.txt" ||
+    ! grep -qF "verdict is $verdict, the table says ${planted%% *}" "$scratch/planted-$target.txt"; then
+    cat "$scratch/planted-$target.txt"
+    echo "FAIL: a planted difference in $target × $scenario was not reported (exit $code)"
+    exit 1
+  fi
+}
