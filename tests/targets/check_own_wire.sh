@@ -27,6 +27,7 @@ source_dir=${2:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
 cd "$source_dir"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 scenario=scenarios/targets/018-two-instances-skewed.json
 example=examples/services/python-sqlite
 
@@ -101,18 +102,11 @@ PY
 # while the provider saw one charge. No verdict may come of a service that
 # claims an effect its provider never saw: an ERROR naming the target.
 lying_copy claims 's/self.answer(200, json.loads(response))/self.answer(201, json.loads(response))/'
-set +e
-"$skewbench" run scenarios/targets/015-same-key-after-lost-ack.json --target "$scratch/claims" \
-  --out "$scratch/claims-run" -q >"$scratch/claims.txt" 2>&1
-code=$?
-set -e
-if [[ $code -ne 3 ]] || ! grep -q "ERROR" "$scratch/claims.txt" ||
-  ! grep -q "target claims: POST /payments answered 201 (applied) but the effect sink took no call" \
-    "$scratch/claims-run/scenarios/015-same-key-after-lost-ack.json"; then
-  cat "$scratch/claims.txt"
-  echo "FAIL: a service that claims an effect its provider never saw exited $code, not 3 with an ERROR naming it"
-  exit 1
-fi
+run_expecting 3 "$scratch/claims.txt" "a service that claims an effect its provider never saw" "ERROR" -- \
+  run scenarios/targets/015-same-key-after-lost-ack.json --target "$scratch/claims" --out "$scratch/claims-run" -q
+grep -q "target claims: POST /payments answered 201 (applied) but the effect sink took no call" \
+  "$scratch/claims-run/scenarios/015-same-key-after-lost-ack.json" ||
+  { echo "FAIL: the claiming service's ERROR does not say why in its evidence"; exit 1; }
 echo "ok: a service that answers applied without a call at the sink is an ERROR naming the target (exit 3)"
 
 # The same service, read from the wrong place: no verdict may come of it.
@@ -125,27 +119,13 @@ target["name"] = "wrong-rule"
 target["sink"]["operation_id"] = {"json_pointer": "/order_id"}
 json.dump(target, open(sys.argv[2], "w"))
 PY
-set +e
-"$skewbench" run "$scenario" --target "$scratch/wrong-rule" --out "$scratch/wrong" -q >"$scratch/wrong.txt" 2>&1
-code=$?
-set -e
-if [[ $code -ne 3 ]] || ! grep -q "ERROR" "$scratch/wrong.txt" || ! grep -q "target wrong-rule" "$scratch/wrong.txt"; then
-  cat "$scratch/wrong.txt"
-  echo "FAIL: a sink rule that finds no operation id exited $code, not 3 with an ERROR naming the target"
-  exit 1
-fi
+run_expecting 3 "$scratch/wrong.txt" "a sink rule that finds no operation id" "ERROR" "target wrong-rule" -- \
+  run "$scenario" --target "$scratch/wrong-rule" --out "$scratch/wrong" -q
 echo "ok: a sink rule that finds no operation id is an ERROR naming the target (exit 3)"
 
 sed 's/"ttl_s": 60/"ttl_s": 30/' "$scenario" >"$scratch/ttl-30.json"
-set +e
-"$skewbench" run "$scratch/ttl-30.json" --target "$example" --out "$scratch/ttl" -q >"$scratch/ttl.txt" 2>&1
-code=$?
-set -e
-if [[ $code -ne 2 ]] || ! grep -q "ttl_s: 30 s, but target python-sqlite" "$scratch/ttl.txt"; then
-  cat "$scratch/ttl.txt"
-  echo "FAIL: a scenario whose TTL is not the service's exited $code, not 2 naming both"
-  exit 1
-fi
+run_expecting 2 "$scratch/ttl.txt" "a scenario whose TTL is not the service's" "ttl_s: 30 s, but target python-sqlite" -- \
+  run "$scratch/ttl-30.json" --target "$example" --out "$scratch/ttl" -q
 echo "ok: a scenario whose TTL is not the service's is refused (exit 2)"
 
 # A service that stalls on a charge, and one that dies on it: an ERROR naming
@@ -175,18 +155,11 @@ for name in ("stalls", "dies"):
     json.dump(dict(target, name=name, service=service, needs=["python3"]), open(f"{sys.argv[2]}/{name}/target.json", "w"))
 PY
 for kind in stalls dies; do
-  set +e
   started=$SECONDS
-  "$skewbench" run scenarios/targets/015-same-key-after-lost-ack.json --target "$scratch/$kind" --http-timeout 2 \
-    --out "$scratch/$kind-run" -q >"$scratch/$kind.txt" 2>&1
-  code=$?
-  set -e
-  if [[ $code -ne 3 ]] || ! grep -q "ERROR .*target $kind: POST .*/payments" "$scratch/$kind.txt" ||
-    ((SECONDS - started > 60)); then
-    cat "$scratch/$kind.txt"
-    echo "FAIL: a service that $kind on a charge exited $code after $((SECONDS - started)) s, not 3 with an ERROR naming it"
-    exit 1
-  fi
+  run_expecting 3 "$scratch/$kind.txt" "a service that $kind on a charge" "ERROR .*target $kind: POST .*/payments" -- \
+    run scenarios/targets/015-same-key-after-lost-ack.json --target "$scratch/$kind" --http-timeout 2 \
+    --out "$scratch/$kind-run" -q
+  ((SECONDS - started <= 60)) || { echo "FAIL: a service that $kind took $((SECONDS - started)) s to be an ERROR"; exit 1; }
 done
 echo "ok: a service that stalls on a charge, or dies on it, is an ERROR naming the target (exit 3)"
 
@@ -275,25 +248,11 @@ for ready in log-line tcp-port; do
   }
 done
 echo "ok: a service is ready when its log holds the line its target file names, or when its port accepts"
-set +e
-"$skewbench" run "$scenario" --target "$scratch/silent" --out "$scratch/silent-run" -q >"$scratch/silent.txt" 2>&1
-code=$?
-set -e
-if [[ $code -ne 3 ]] || ! grep -q "cannot start target silent (silent): .*not ready within .*does not accept a connection" \
-  "$scratch/silent.txt"; then
-  cat "$scratch/silent.txt"
-  echo "FAIL: a service that never gets ready exited $code, not 3 naming the target and why"
-  exit 1
-fi
+run_expecting 3 "$scratch/silent.txt" "a service that never gets ready" \
+  "cannot start target silent (silent): .*not ready within .*does not accept a connection" -- \
+  run "$scenario" --target "$scratch/silent" --out "$scratch/silent-run" -q
 echo "ok: a service that never gets ready is an ERROR naming the target and why (exit 3)"
-set +e
-"$skewbench" run "$scenario" --target "$scratch/crash" --out "$scratch/crash-run" -q >"$scratch/crash.txt" 2>&1
-code=$?
-set -e
-if [[ $code -ne 3 ]] || ! grep -q "cannot start target crash (crash): .*exited with code 4.*no provider configured" \
-  "$scratch/crash.txt"; then
-  cat "$scratch/crash.txt"
-  echo "FAIL: a service that exits before it is ready exited $code, not 3 naming the target and its words"
-  exit 1
-fi
+run_expecting 3 "$scratch/crash.txt" "a service that exits before it is ready" \
+  "cannot start target crash (crash): .*exited with code 4.*no provider configured" -- \
+  run "$scenario" --target "$scratch/crash" --out "$scratch/crash-run" -q
 echo "ok: a service that exits before it is ready is an ERROR naming the target and what it said (exit 3)"

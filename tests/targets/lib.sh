@@ -1,7 +1,7 @@
 # Shared by the target tests (tests/targets/check_*.sh): hold a run of
-# `skewbench targets` to the findings table, and show that the check can
-# fail. Each script sets $skewbench and $scratch, and runs from the source
-# folder.
+# `skewbench targets` to the findings table, show that the check can fail,
+# and expect a run's exit code and words. Each script sets $skewbench and
+# $scratch, and runs from the source folder.
 
 # targets_as_table OUT [ARGS...]: skewbench targets ARGS --out OUT -q
 # --expect docs/targets.md must exit 0 (its output is shown when it does
@@ -44,4 +44,27 @@ planted_difference() {
     echo "FAIL: a planted difference in $target × $scenario was not reported (exit $code)"
     exit 1
   fi
+}
+
+# run_expecting CODE OUT WHAT PATTERN... -- ARGS...: skewbench ARGS, its
+# output in OUT, must exit CODE with each PATTERN (grep) in its output; else
+# the output is shown and the test fails, saying WHAT exited otherwise.
+run_expecting() {
+  local want=$1 out=$2 what=$3
+  shift 3
+  local patterns=()
+  while [[ $1 != -- ]]; do
+    patterns+=("$1")
+    shift
+  done
+  shift
+  local code=0 pattern
+  "$skewbench" "$@" >"$out" 2>&1 || code=$?
+  for pattern in "${patterns[@]}"; do
+    if [[ $code -ne $want ]] || ! grep -q -- "$pattern" "$out"; then
+      cat "$out"
+      echo "FAIL: $what exited $code, not $want with \"$pattern\" in its output"
+      exit 1
+    fi
+  done
 }
