@@ -30,13 +30,24 @@ std::string_view json_type_name(const nlohmann::json& value) {
 namespace {
 
 // True when arrays and objects nest deeper than kMaxJsonDepth in `text`,
-// found by a scan that skips strings: copying or printing such a value would
-// recurse once per level and overflow the stack, so it is refused unparsed.
-bool nests_too_deep(std::string_view text) {
+// found by a scan that skips strings (and comments, when they are allowed):
+// copying or printing such a value would recurse once per level and overflow
+// the stack, so it is refused unparsed.
+bool nests_too_deep(std::string_view text, JsonComments comments) {
   std::size_t depth = 0;
   bool in_string = false;
   bool escaped = false;
-  for (const char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (comments == JsonComments::allowed && !in_string && c == '/' && i + 1 < text.size()) {
+      const bool line = text[i + 1] == '/';
+      if (line || text[i + 1] == '*') {
+        const auto end = text.find(line ? "\n" : "*/", i + 2);
+        if (end == std::string_view::npos) break;  // the parser says what is wrong
+        i = end + (line ? 0 : 1);
+        continue;
+      }
+    }
     if (in_string) {
       if (escaped) {
         escaped = false;
@@ -66,9 +77,9 @@ std::string too_deep_message() {
 
 }  // namespace
 
-nlohmann::json parse_json_text(std::string_view text) {
+nlohmann::json parse_json_text(std::string_view text, JsonComments comments) {
   if (text.size() > kMaxJsonBytes) throw InputError("$", too_large_message(text.size()));
-  if (nests_too_deep(text)) throw InputError("$", too_deep_message());
+  if (nests_too_deep(text, comments)) throw InputError("$", too_deep_message());
   // nlohmann keeps the last of two equal keys; a strict reader refuses them.
   std::vector<std::set<std::string>> keys_of_open_objects;
   std::string duplicate;
@@ -88,7 +99,8 @@ nlohmann::json parse_json_text(std::string_view text) {
   };
   nlohmann::json out;
   try {
-    out = nlohmann::json::parse(text.begin(), text.end(), reject_duplicates);
+    out = nlohmann::json::parse(text.begin(), text.end(), reject_duplicates, /*allow_exceptions=*/true,
+                                /*ignore_comments=*/comments == JsonComments::allowed);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError("$", "not valid JSON (byte " + std::to_string(e.byte) + ")");
   }
@@ -98,7 +110,7 @@ nlohmann::json parse_json_text(std::string_view text) {
 
 nlohmann::json parse_bounded_json(std::string_view text) {
   if (text.size() > kMaxJsonBytes) throw std::runtime_error(too_large_message(text.size()));
-  if (nests_too_deep(text)) throw std::runtime_error(too_deep_message());
+  if (nests_too_deep(text, JsonComments::refused)) throw std::runtime_error(too_deep_message());
   return nlohmann::json::parse(text.begin(), text.end());
 }
 

@@ -42,10 +42,14 @@ inline constexpr std::size_t kMaxJsonDepth = 64;
 // gets here.
 inline constexpr std::size_t kMaxJsonBytes = 64 * 1024 * 1024;
 
+// Whether a file may hold comments (// to the end of the line, /* ... */), as
+// a file a user writes from a commented template does (target.json).
+enum class JsonComments { refused, allowed };
+
 // Parses text as JSON; a syntax error becomes an InputError at "$" that says
 // where (byte offset) the text stopped making sense, and so does nesting
 // deeper than kMaxJsonDepth or a text longer than kMaxJsonBytes.
-nlohmann::json parse_json_text(std::string_view text);
+nlohmann::json parse_json_text(std::string_view text, JsonComments comments = JsonComments::refused);
 
 // JSON that skewbench did not write itself, or that a user may have edited:
 // an evidence file, a cells.jsonl line, a remote's answer. Parsed as

@@ -266,6 +266,20 @@ TEST_CASE("a file nested a million levels deep is refused as input, not a crash"
   CHECK_NOTHROW(parse_json_text(std::string(64, '[') + std::string(64, ']')));
 }
 
+TEST_CASE("comments are read only where a file may hold them, and never count as nesting") {
+  const std::string commented = "// a target\n{\"a\": 1, /* [[[ */ \"b\": \"//x\"} // [{\n";
+  CHECK_THROWS_AS(parse_json_text(commented), InputError);
+  CHECK_THROWS(parse_bounded_json(commented));
+  const auto read = parse_json_text(commented, JsonComments::allowed);
+  CHECK(read == json({{"a", 1}, {"b", "//x"}}));
+  // Brackets in a comment are not nesting; brackets after it are.
+  const std::string shallow = "/* " + std::string(100, '[') + " */ [1]";
+  CHECK(parse_json_text(shallow, JsonComments::allowed) == json::array({1}));
+  const std::string deep = "// x\n" + std::string(65, '[') + std::string(65, ']');
+  CHECK_THROWS_WITH(parse_json_text(deep, JsonComments::allowed), Catch::Matchers::ContainsSubstring("nested deeper"));
+  CHECK_THROWS_AS(parse_json_text("{\"a\": 1} /* not closed", JsonComments::allowed), InputError);
+}
+
 TEST_CASE("both JSON parsers refuse a text longer than kMaxJsonBytes before parsing it") {
   const std::string huge = "\"" + std::string(kMaxJsonBytes, 'a') + "\"";
   CHECK_THROWS_WITH(parse_bounded_json(huge), Catch::Matchers::ContainsSubstring("more than the 67108864"));

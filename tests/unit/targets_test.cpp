@@ -14,6 +14,7 @@
 #include "infra/store_process.hpp"
 #include "targets/findings.hpp"
 #include "targets/target.hpp"
+#include "targets/template.hpp"
 
 using namespace skewbench;
 using Catch::Matchers::ContainsSubstring;
@@ -291,6 +292,39 @@ TEST_CASE("a target of its own wire that cannot be used is refused before anythi
   CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
   doc["sink"] = {{"operation_id", {{"header", "X"}}}};
   CHECK_THAT(refusal(doc), ContainsSubstring("$.sink: belongs to a service of its own wire"));
+}
+
+TEST_CASE("the template of targets init is a target file of its own wire, read as it is printed") {
+  TempDir dir("targets-init");
+  std::filesystem::create_directories(dir.path() / "pay-svc");
+  const auto text = targets::target_template("pay-svc");
+  CHECK_THAT(text, ContainsSubstring("\"name\": \"pay-svc\""));
+  CHECK_THAT(text, ContainsSubstring("// CHANGE"));
+  write_file_atomically(dir.path() / "pay-svc" / "target.json", text);
+  const auto t = targets::load_target("pay-svc", dir.path());
+  CHECK(t.schema_version == 2);
+  REQUIRE(t.own_wire);
+  CHECK(t.ttl_s == 60);
+  CHECK_THAT(t.service_command, ContainsSubstring("{sink_url}"));
+  CHECK(t.sink_operation_id.from == infra::OperationIdSource::From::json_pointer);
+  CHECK(t.ready.kind == remote_effect::Readiness::Kind::http_get);
+  CHECK(t.stopping.signal == SIGTERM);
+  for (const auto* name : {"", "Pay", "-x", "a/b", "a b"}) {
+    CHECK_THROWS_AS(targets::target_template(name), targets::TargetFileError);
+  }
+}
+
+TEST_CASE("a target file may hold comments; an instance's environment only the placeholders filled in there") {
+  TargetsDir dir(own_wire_target("lib-a"));
+  const auto file = dir.dir.path() / "lib-a" / "target.json";
+  write_file_atomically(file, "// mine\n" + own_wire_target("lib-a").dump(2) + "\n/* end */\n");
+  CHECK_NOTHROW(targets::load_target("lib-a", dir.dir.path()));
+  auto doc = own_wire_target("lib-a");
+  doc["service"]["env"]["PROVIDER"] = "{sink_url}";
+  doc["service"]["env"]["TTL"] = "{ttl_s}";
+  CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
+  doc["service"]["env"]["LISTEN"] = "{port}";  // PORT holds it; the value is not filled in
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.env.LISTEN: {port} is not a placeholder here"));
 }
 
 TEST_CASE("what a target needs and this machine lacks is named with how to install it") {

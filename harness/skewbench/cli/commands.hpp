@@ -75,9 +75,13 @@ struct CompareArgs {
 };
 int compare_results(const CompareArgs& args);
 
-struct TargetsArgs : app::TargetsRequest {};
+struct TargetsArgs : app::TargetsRequest {
+  std::string init_name;  // skewbench targets init NAME
+};
 // Runs the series against every target and prints the findings table.
 int run_targets(const TargetsArgs& args);
+// Prints the commented target.json of a new target (skewbench targets init).
+int print_target_template(const std::string& name);
 
 struct ReportArgs {
   std::string sweep_dir;

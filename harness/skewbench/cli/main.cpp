@@ -216,8 +216,8 @@ CLI::App* add_targets(CLI::App& app, cli::TargetsArgs& targets) {
   auto* command = app.add_subcommand(
       "targets", "run the target series against every idempotency library under targets/ and print the findings");
   command->add_option("names", targets.names, "the targets to run (default: every one under --targets-dir)");
-  command->add_option("--out", targets.out_dir, "directory for each target's evidence and findings.md/.json")
-      ->required();
+  command->add_option("--out", targets.out_dir,
+                      "directory for each target's evidence and findings.md/.json (required to run)");
   command->add_option("--targets-dir", targets.targets_dir, "the folder of targets (default: targets)");
   command->add_option("--scenarios", targets.scenario_paths,
                       "scenario files or folders to run against each target (default: scenarios/targets)");
@@ -242,6 +242,15 @@ CLI::App* add_targets(CLI::App& app, cli::TargetsArgs& targets) {
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
   command->add_option("--db-timeout", services.db_timeout_s, "seconds to wait on PostgreSQL (default 30)")
       ->check(CLI::Range(1, 3600));
+  auto* init = command->add_subcommand(
+      "init",
+      "print a commented target.json for a service of your own (docs/targets.md, \"Put your own service "
+      "under the series\")");
+  init->add_option("name", targets.init_name, "the target's name, which is its folder's name")->required();
+  init->footer(
+      footer("mkdir -p my-targets/payments && skewbench targets init payments > my-targets/payments/target.json",
+             "  0    printed\n"
+             "  2    not a target's name\n"));
   command->footer(footer("skewbench targets --out findings --expect docs/targets.md",
                          "  0    every row as the --expect table says (or no table given), no ERROR\n"
                          "  1    a row differs from the table (each is named), or a scenario's own check failed\n"
@@ -362,7 +371,10 @@ int main(int argc, char** argv) {
     if (*compare_cmd) return cli::compare_results(compare);
     if (*report_cmd) return cli::render_report(report);
     if (*verify_cmd) return cli::verify_evidence(verify);
-    if (*targets_cmd) return cli::run_targets(targets);
+    if (*targets_cmd) {
+      const bool init = targets_cmd->get_subcommand("init")->parsed();
+      return init ? cli::print_target_template(targets.init_name) : cli::run_targets(targets);
+    }
   } catch (const std::exception& e) {
     std::cerr << "skewbench: " << e.what() << "\n";
     return exit_code::kInfrastructure;

@@ -18,7 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::regex kNamePattern("^[a-z0-9][a-z0-9._-]{0,63}$");
 constexpr const char* kFileName = "target.json";
 
 std::map<std::string, std::string> read_env(ObjectReader& parent, std::string_view key) {
@@ -56,8 +55,8 @@ std::optional<infra::StoreOptions> read_store(ObjectReader& root, const fs::path
   ObjectReader reader(*spec, "$.store");
   infra::StoreOptions store;
   store.name = reader.require_string("name");
-  if (!std::regex_match(store.name, kNamePattern)) {
-    throw InputError("$.store.name", "\"" + store.name + "\" must match [a-z0-9][a-z0-9._-]{0,63}");
+  if (!is_target_name(store.name)) {
+    throw InputError("$.store.name", "\"" + store.name + "\" must match " + std::string(kTargetNamePattern));
   }
   store.command = reader.require_string("command");
   store.env = read_env(reader, "env");
@@ -295,8 +294,8 @@ Target parse_target(const json& document, const fs::path& file) {
   if (t.name != t.dir.filename().string()) {
     throw InputError("$.name", "\"" + t.name + "\" is not the name of its folder, " + t.dir.filename().string());
   }
-  if (!std::regex_match(t.name, kNamePattern)) {
-    throw InputError("$.name", "\"" + t.name + "\" must match [a-z0-9][a-z0-9._-]{0,63}");
+  if (!is_target_name(t.name)) {
+    throw InputError("$.name", "\"" + t.name + "\" must match " + std::string(kTargetNamePattern));
   }
   t.description = root.require_string("description");
   t.library = root.require_string("library");
@@ -314,12 +313,26 @@ Target parse_target(const json& document, const fs::path& file) {
   t.store = read_store(root, t.dir);
   const auto known = command_placeholders(t.own_wire.has_value(), t.store.has_value());
   check_placeholders(t.service_command, known, "$.service.command");
-  for (const auto& [variable, value] : t.service_env) check_placeholders(value, known, "$.service.env." + variable);
+  // An instance's port, ledger, mode and host reach it in PORT, STATE_DB,
+  // IDEMPOTENCY_MODE and HOST; the environment's values fill in the rest.
+  std::vector<std::string_view> known_in_env;
+  for (const auto name : known) {
+    if (name != "{port}" && name != "{state_db}" && name != "{dedupe}" && name != "{host}")
+      known_in_env.push_back(name);
+  }
+  for (const auto& [variable, value] : t.service_env) {
+    check_placeholders(value, known_in_env, "$.service.env." + variable);
+  }
   root.finish();
   return t;
 }
 
 }  // namespace
+
+bool is_target_name(std::string_view name) {
+  static const std::regex pattern("^" + std::string(kTargetNamePattern) + "$");
+  return std::regex_match(name.begin(), name.end(), pattern);
+}
 
 json Target::to_json() const {
   json out = {{"name", name},
@@ -356,7 +369,7 @@ Target load_target(const std::string& name_or_path, const fs::path& targets_dir)
         (known.empty() ? std::string() : " (targets in " + targets_dir.string() + ": " + known + ")"));
   }
   try {
-    return parse_target(parse_json_text(read_file(file)), file);
+    return parse_target(parse_json_text(read_file(file), JsonComments::allowed), file);
   } catch (const InputError& e) {
     throw TargetFileError(file.string() + ": " + e.json_path() + ": " + e.message());
   } catch (const std::exception& e) {

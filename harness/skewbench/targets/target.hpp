@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,10 @@ class TargetFileError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// What a target's (and its store's) name may be: its folder's name.
+inline constexpr std::string_view kTargetNamePattern = "[a-z0-9][a-z0-9._-]{0,63}";
+bool is_target_name(std::string_view name);
 
 struct Target {
   std::string name;           // $.name, which is its folder's name
