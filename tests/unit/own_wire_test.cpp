@@ -151,6 +151,8 @@ TEST_CASE(
     CHECK_THROWS_WITH(remote.post_effect(post("op-1")),
                       ContainsSubstring("target app: POST /payments answered 201 (applied) but the effect sink "
                                         "holds no applied call for operation op-1"));
+    CHECK_THROWS_WITH(remote.post_effect(post("op-1")),
+                      ContainsSubstring("the sink took no call while it was in flight"));
   }
   SECTION("the service answers applied again without calling the sink again") {
     StandIn service(sink, Behaviour::charges_once);
@@ -165,7 +167,11 @@ TEST_CASE(
   SECTION("the sink rule finds another id") {
     StandIn service(sink, Behaviour::wrong_reference);
     OwnWireRemote remote(payments_wire(), service.url(), {.timeout_s = 5}, sink, tally, nullptr);
-    CHECK_THROWS_WITH(remote.post_effect(post("op-1")), ContainsSubstring("no applied call for operation op-1"));
+    // The message shows what the sink took, and what the rule read in it.
+    CHECK_THROWS_WITH(remote.post_effect(post("op-1")),
+                      ContainsSubstring("no applied call for operation op-1") &&
+                          ContainsSubstring("the sink's calls while it was in flight: POST /charges (operation id "
+                                            "read: \"someone-else\", ok)"));
     CHECK(sink.calls().at(0).operation_id == "someone-else");
   }
   SECTION("the service answers 500") {

@@ -263,6 +263,11 @@ TEST_CASE("a target of its own wire that cannot be used is refused before anythi
   doc["answer"]["status"]["201"] = "done";
   CHECK_THAT(refusal(doc), ContainsSubstring("$.answer.status.201: \"done\" is not one of"));
   doc = own_wire_target("lib-a");
+  doc["answer"].erase("status");  // read by its field alone
+  CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
+  doc["answer"] = json::object();
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.answer: holds status, or json_pointer with values"));
+  doc = own_wire_target("lib-a");
   doc["sink"]["operation_id"] = {{"header", "X-Order"}, {"path_segment", 1}};
   CHECK_THAT(refusal(doc), ContainsSubstring("$.sink.operation_id: holds exactly one"));
   doc = own_wire_target("lib-a");

@@ -43,6 +43,13 @@ std::optional<Inputs> read_inputs(const TargetsRequest& request, Observer& obser
     } else {
       for (const auto& name : request.names) in.targets.push_back(targets::load_target(name, request.targets_dir));
     }
+    if (request.scenario_paths == TargetsRequest{}.scenario_paths &&
+        !std::filesystem::exists(request.scenario_paths.front())) {
+      observer.say("there is no " + request.scenario_paths.front() + " in " + std::filesystem::current_path().string() +
+                   ": run skewbench targets from skewbench's folder, which holds the series, or name it with "
+                   "--scenarios");
+      return std::nullopt;
+    }
     in.scenarios = runner::load_scenarios(request.scenario_paths);
   } catch (const std::exception& e) {
     observer.say(e.what());

@@ -99,7 +99,7 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
   PostExchange ex{sent(wire_.method, path, headers, body), {}};
   const auto proxy_before = proxy_counts_ ? proxy_counts_->of(r.operation_id) : ProxyCounts{};
   const auto dropped_before = proxy_before.ack_drops;
-  const auto effects_before = sink_->applied(r.operation_id);
+  const SinkBefore before{.applied = sink_->applied(r.operation_id), .calls = sink_->calls().size()};
   const auto answer = [&] {
     try {
       return transport_.exchange(wire_.method, path, wire_headers, body);
@@ -129,7 +129,7 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
         throw InfrastructureError("target " + wire_.target + ": " + wire_.method + " " + path +
                                   " was answered 2xx (the fault proxy read it, then dropped it) but the effect sink "
                                   "holds no applied call for operation " +
-                                  r.operation_id + ": " + kNoSinkCall);
+                                  r.operation_id + ": " + no_sink_call(before));
       }
       return ex;
     }
@@ -138,11 +138,28 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
                               transport_.describe_failure(answer) +
                               (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
   }
-  return read_answer(std::move(ex), answer, r, effects_before);
+  return read_answer(std::move(ex), answer, r, before);
+}
+
+std::string OwnWireRemote::no_sink_call(const SinkBefore& before) const {
+  const auto calls = sink_->calls();
+  std::string out = kNoSinkCall;
+  if (calls.size() <= before.calls) return out + "; the sink took no call while it was in flight";
+  out += "; the sink's calls while it was in flight:";
+  constexpr std::size_t kShown = 3;
+  for (auto i = before.calls; i < calls.size() && i < before.calls + kShown; ++i) {
+    const auto& call = calls[i];
+    out += std::string(i == before.calls ? " " : ", ") + call.method + " " + text::short_prefix(call.path) + " (" +
+           (call.operation_id ? "operation id read: \"" + text::short_prefix(*call.operation_id) + "\""
+                              : std::string("no operation id where $.sink.operation_id says")) +
+           ", " + std::string(kSinkAnswers.name(call.answer)) + ")";
+  }
+  if (calls.size() > before.calls + kShown) out += ", ...";
+  return out;
 }
 
 PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& answer, const PostEffectRequest& r,
-                                        std::int64_t effects_before) {
+                                        const SinkBefore& before) {
   ex.http_status = answer.status;
   ex.response_body = body_for_evidence(answer.body);
   const auto kind = classify_answer(wire_, answer.status, answer.body);
@@ -156,17 +173,18 @@ PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& a
     case AnswerClass::applied:
     case AnswerClass::replayed:
       if (sink_->applied(r.operation_id) == 0) {
-        throw InfrastructureError(
-            where + " answered " + std::to_string(answer.status) + " (" + std::string(kAnswerClasses.name(kind)) +
-            ") but the effect sink holds no applied call for operation " + r.operation_id + ": " + kNoSinkCall);
+        throw InfrastructureError(where + " answered " + std::to_string(answer.status) + " (" +
+                                  std::string(kAnswerClasses.name(kind)) +
+                                  ") but the effect sink holds no applied call for operation " + r.operation_id + ": " +
+                                  no_sink_call(before));
       }
       // Applied means the service performed the effect for this request: the
       // sink took a call for it while the request was in flight. A replay may
       // or may not call the provider; the sink counts whatever it did.
-      if (kind == AnswerClass::applied && sink_->applied(r.operation_id) <= effects_before) {
+      if (kind == AnswerClass::applied && sink_->applied(r.operation_id) <= before.applied) {
         throw InfrastructureError(where + " answered " + std::to_string(answer.status) +
                                   " (applied) but the effect sink took no call for operation " + r.operation_id +
-                                  " while it was in flight (it holds " + std::to_string(effects_before) +
+                                  " while it was in flight (it holds " + std::to_string(before.applied) +
                                   " applied, as before the request): the service says it performed an effect "
                                   "its provider never saw");
       }

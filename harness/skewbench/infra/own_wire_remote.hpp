@@ -117,11 +117,19 @@ class OwnWireRemote final : public RemoteApi {
  private:
   // The operation's snapshot as skewbench counted it.
   remote_effect::StatusAnswer counted(const std::string& operation_id) const;
+  // What the sink held for the operation before a request was sent.
+  struct SinkBefore {
+    std::int64_t applied = 0;  // its applied calls for the operation
+    std::size_t calls = 0;     // every call so far, of any operation
+  };
   // The exchange's answer, classified; throws InfrastructureError for an
   // error, or a claimed effect the sink has no call of.
-  // EFFECTS_BEFORE: the sink's applied calls for the operation before the request was sent.
   PostExchange read_answer(PostExchange ex, const http::Exchange& answer, const PostEffectRequest& request,
-                           std::int64_t effects_before);
+                           const SinkBefore& before);
+  // Why the sink may hold no call of an operation, with the calls it took
+  // since `before` (where the service sent them, and the operation id the
+  // target's rule read in each), for a message.
+  std::string no_sink_call(const SinkBefore& before) const;
 
   OwnWire wire_;
   HttpRemote transport_;

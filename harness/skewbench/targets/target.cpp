@@ -202,7 +202,13 @@ infra::AnswerClass read_class(const json& value, const std::string& path) {
 
 void read_answer(ObjectReader& root, infra::OwnWire& wire) {
   ObjectReader answer(root.require_object("answer"), "$.answer");
-  const auto& statuses = answer.require_object("status");
+  // Read by a field of the answer, by its status, or by the field first and
+  // the status when the field is not there.
+  if (!answer.has("status") && !answer.has("json_pointer")) {
+    throw InputError("$.answer", "holds status, or json_pointer with values, or both");
+  }
+  static const json kNoStatuses = json::object();
+  const auto& statuses = answer.has("status") ? answer.require_object("status") : kNoStatuses;
   for (const auto& [code, word] : statuses.items()) {
     const auto path = "$.answer.status." + code;
     const auto parsed = remote_effect::parse_int64(code);

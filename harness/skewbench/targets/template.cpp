@@ -11,7 +11,8 @@ namespace {
 // target file.
 constexpr std::string_view kTemplate = R"(// target.json of NAME: a service of its own wire under skewbench's series.
 // Save it as <targets folder>/NAME/target.json, change every line marked
-// CHANGE, then run
+// CHANGE, then run from skewbench's folder (which holds the series,
+// scenarios/targets/):
 //   skewbench targets NAME --targets-dir <targets folder> --out findings
 // docs/targets.md ("Put your own service under the series") explains each field.
 // Comments (// and /* */) are allowed in this file.
@@ -73,8 +74,9 @@ constexpr std::string_view kTemplate = R"(// target.json of NAME: a service of i
   // How its answer reads: "applied" (it performed the effect now),
   // "replayed" (it answered from its record), "refused_in_progress",
   // "refused_mismatch" (the key was reused with another body) or "error".
-  // A status not listed is an error. To read a field of the answer instead
-  // (first; the status when the field is absent):
+  // A status not listed is an error. To read a string field of the answer
+  // (first, then the status when the field or its value is not listed; the
+  // status rules may then be left out):
   //   "json_pointer": "/outcome", "values": {"created": "applied", "replayed": "replayed"}
   "answer": {
     "status": {"201": "applied", "200": "replayed", "409": "refused_in_progress", "422": "refused_mismatch"}  // CHANGE
