@@ -20,7 +20,11 @@
 #    stop signal: a service that saves its memory only on SIGINT tells them
 #    apart (CONFLICT killed, SAFE stopped).
 # 4. Readiness by a log line and by a port work; a service that exits before
-#    it is ready, or never gets ready, is exit 3, naming the target and why.
+#    it is ready, or never gets ready within its ready_timeout_s, is exit 3,
+#    naming the target and why.
+# 5. A scenario does not inherit another's failure: an instance that does not
+#    start again in 016-instance-restart (an ERROR naming why) is started
+#    before the next scenario, which gets its verdict.
 set -euo pipefail
 skewbench=${1:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
 source_dir=${2:?usage: check_own_wire.sh SKEWBENCH SOURCE_DIR}
@@ -237,8 +241,8 @@ write("log-line", {"ready": {"log_line": "listening on"}})
 write("tcp-port", {"ready": {"tcp_port": True}})
 write("crash", {"command": "python3 -c \"import sys; sys.stderr.write('no provider configured\\n'); sys.exit(4)\""},
       needs=["python3"])
-write("silent", {"command": "python3 -c \"import signal; signal.pause()\"", "ready": {"tcp_port": True}},
-      needs=["python3"])
+write("silent", {"command": "python3 -c \"import signal; signal.pause()\"", "ready": {"tcp_port": True},
+                 "ready_timeout_s": 2}, needs=["python3"])
 PY
 for ready in log-line tcp-port; do
   "$skewbench" run "$scenario" --target "$scratch/$ready" --out "$scratch/$ready-run" -q >"$scratch/$ready.txt" 2>&1 || {
@@ -249,10 +253,47 @@ for ready in log-line tcp-port; do
 done
 echo "ok: a service is ready when its log holds the line its target file names, or when its port accepts"
 run_expecting 3 "$scratch/silent.txt" "a service that never gets ready" \
-  "cannot start target silent (silent): .*not ready within .*does not accept a connection" -- \
+  "cannot start target silent (silent): .*not ready within 2000 ms .*does not accept a connection" -- \
   run "$scenario" --target "$scratch/silent" --out "$scratch/silent-run" -q
 echo "ok: a service that never gets ready is an ERROR naming the target and why (exit 3)"
 run_expecting 3 "$scratch/crash.txt" "a service that exits before it is ready" \
   "cannot start target crash (crash): .*exited with code 4.*no provider configured" -- \
   run "$scenario" --target "$scratch/crash" --out "$scratch/crash-run" -q
 echo "ok: a service that exits before it is ready is an ERROR naming the target and what it said (exit 3)"
+
+# The second start of this service fails; the first and the third succeed.
+mkdir -p "$scratch/second-start-fails"
+cp "$example/service.py" "$scratch/second-start-fails/"
+cat >"$scratch/second-start-fails/start.sh" <<'SH'
+starts=$(cat "$1.starts" 2>/dev/null || echo 0)
+echo $((starts + 1)) >"$1.starts"
+if [ "$starts" = 1 ]; then echo "the second start fails" >&2; exit 5; fi
+shift
+exec "$@"
+SH
+python3 - "$example/target.json" "$scratch" <<'PY'
+import json, sys
+target = json.load(open(sys.argv[1]))
+command = "sh {target_dir}/start.sh {state_db} " + target["service"]["command"]
+json.dump(dict(target, name="second-start-fails", service=dict(target["service"], command=command)),
+          open(f"{sys.argv[2]}/second-start-fails/target.json", "w"))
+PY
+code=0
+"$skewbench" run scenarios/targets/016-instance-restart.json scenarios/targets/015-same-key-after-lost-ack.json \
+  --target "$scratch/second-start-fails" --out "$scratch/second-start-fails-run" >"$scratch/second-start-fails.txt" 2>&1 ||
+  code=$?
+python3 - "$scratch/second-start-fails-run" "$code" "$scratch/second-start-fails.txt" <<'PY'
+import json, sys
+out, code, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def verdict(scenario):
+    evidence = json.load(open(f"{out}/scenarios/{scenario}.json"))
+    return evidence["verdict"], evidence.get("error") or ""
+restart, after = verdict("016-instance-restart"), verdict("015-same-key-after-lost-ack")
+if code != 3 or restart[0] != "ERROR" or "exited with code 5" not in restart[1] or after[0] != "SAFE":
+    print(open(log).read())
+    sys.exit(f"FAIL: exit {code}; 016-instance-restart {restart}; the scenario after it {after}")
+if "is not running" not in open(log).read():
+    print(open(log).read())
+    sys.exit("FAIL: the instance started again was not said")
+print("ok: an instance that did not start again is an ERROR there, and is started for the next scenario (SAFE)")
+PY

@@ -242,6 +242,15 @@ TEST_CASE("a target of its own wire is read with its request, answer rules, sink
   CHECK(services.service_ttl_s == 60);
   CHECK(services.remote_placeholders.at("{ttl_s}") == "60");
   CHECK(services.remote_ready.value == "/healthz");
+  CHECK(services.remote_ready_timeout == std::chrono::seconds(10));  // by default
+  auto slow = own_wire_target("lib-a");
+  slow["service"]["ready_timeout_s"] = 45;  // a JVM under libfaketime
+  TargetsDir slow_dir(slow);
+  targets::use_target(targets::load_target("lib-a", slow_dir.dir.path()), services);
+  CHECK(services.remote_ready_timeout == std::chrono::seconds(45));
+  CHECK(services.target["ready_timeout_s"] == 45);
+  slow["service"]["ready_timeout_s"] = 0;
+  CHECK_THAT(refusal(slow), ContainsSubstring("$.service.ready_timeout_s"));
   CHECK(services.target["wire"] == "own");
 }
 

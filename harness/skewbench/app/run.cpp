@@ -96,6 +96,7 @@ SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario:
     observer.entering(Phase::scenarios);
     for (const auto& s : scenarios) {
       if (!services.quiet) observer.say("running " + s.id);
+      session.stack().start_stopped_instances();
       results.push_back(scenario_runner.run(s));
     }
     if (const auto late = scenario_runner.late_sink_calls(); late && !results.empty()) {

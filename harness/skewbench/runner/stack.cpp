@@ -138,6 +138,7 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
       launch->placeholders = options.remote_placeholders;
       if (store_) launch->placeholders.merge(store_->placeholders());
       launch->ready = options.remote_ready;
+      launch->ready_timeout = options.remote_ready_timeout;
       launch->stopping = options.remote_stopping;
     }
     remotes_.push_back(start_instance(name, std::move(launch)));
@@ -163,9 +164,7 @@ Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_ef
     launch->clock = remote_effect::ClockSource::system;
     for (const auto& [variable, value] : started.clock->environment()) launch->env[variable] = value;
   }
-  started.process = start_remote(
-      *launch, options_.target.is_object() ? "target " + options_.target.value("name", "") + " (" + started.name + ")"
-                                           : service_name(*launch));
+  started.process = start_remote(*launch, label(started.name, *launch));
   started.launch = std::move(launch);
   started.fault_proxy = fault_proxy_for(started.process->base_url());
   return started;
@@ -332,10 +331,32 @@ void Stack::restart_remote() {
     try {
       instance->process->restart();
     } catch (const std::exception& e) {
-      throw InfrastructureError("cannot restart " + service_name(*instance->launch) + " (" + instance->name +
-                                "): " + e.what());
+      throw InfrastructureError("cannot restart " + label(instance->name, *instance->launch) + ": " + e.what());
     }
   }
+}
+
+void Stack::start_stopped_instances() {
+  for (auto* instance : first_remote_instances()) {
+    if (instance->process->running()) continue;
+    if (!options_.quiet) {
+      std::cerr << "skewbench: " << label(instance->name, *instance->launch)
+                << " is not running (it stopped or did not start again in the scenario before); starting it\n";
+    }
+    try {
+      instance->process->restart();
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InfrastructureError(label(instance->name, *instance->launch) +
+                                " stopped in a scenario before, and cannot start again: " + e.what());
+    }
+  }
+}
+
+std::string Stack::label(const std::string& name, const remote_effect::LaunchOptions& launch) const {
+  return options_.target.is_object() ? "target " + options_.target.value("name", "") + " (" + name + ")"
+                                     : service_name(launch) + " (" + name + ")";
 }
 
 void Stack::restart_store() {

@@ -121,9 +121,10 @@ struct StackOptions {
   // The TTL the service is configured with ({ttl_s}); a scenario with
   // another is refused before anything starts.
   std::optional<std::int64_t> service_ttl_s = std::nullopt;
-  // How a service of remote_command shows it is ready, and how it is stopped
-  // and restarted.
+  // How a service of remote_command shows it is ready, how long it may take
+  // to be, and how it is stopped and restarted.
   remote_effect::Readiness remote_ready = {};
+  std::chrono::milliseconds remote_ready_timeout = std::chrono::seconds(10);
   remote_effect::Stopping remote_stopping = {};
 
   Durability durability_or_durable() const { return durability.value_or(Durability::durable); }
@@ -201,6 +202,12 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // A pause_remote step's instances are stopped and not yet let go on.
   bool paused() const;
 
+  // Before a scenario: every instance that is not running (it died, or did
+  // not start again, in a scenario before) is started again, so that no
+  // scenario inherits another's failure. Throws InfrastructureError when one
+  // cannot start.
+  void start_stopped_instances();
+
   void restart_remote() override;
   void restart_store() override;
   void use_dedupe_mode(remote_effect::DedupeMode mode) override;
@@ -218,6 +225,8 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
     std::unique_ptr<infra::FaultProxy> fault_proxy;  // declared after process: stops before it
   };
   Started start_instance(std::string name, std::unique_ptr<remote_effect::LaunchOptions> launch) const;
+  // An instance as a message names it: "target NAME (instance)", or the service and the instance.
+  std::string label(const std::string& name, const remote_effect::LaunchOptions& launch) const;
   void start_store(const infra::StoreOptions& store);
   void start_effect_sink();
   std::unique_ptr<infra::FaultProxy> fault_proxy_for(const std::string& service_url) const;

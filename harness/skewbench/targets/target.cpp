@@ -314,6 +314,7 @@ Target parse_target(const json& document, const fs::path& file) {
   t.service_command = service.require_string("command");
   t.service_env = read_env(service, "env");
   t.stopping = read_stopping(service);
+  t.ready_timeout = std::chrono::seconds(service.optional_int_within("ready_timeout_s", 1, 600).value_or(10));
   if (t.schema_version >= 2) read_wire(root, service, t);
   service.finish();
   t.store = read_store(root, t.dir);
@@ -347,7 +348,8 @@ json Target::to_json() const {
               {"file", file.string()},
               {"store", store ? json(store->name) : json(nullptr)},
               {"wire", own_wire ? "own" : "skewbench"},
-              {"stopping", stopping.to_json()}};
+              {"stopping", stopping.to_json()},
+              {"ready_timeout_s", ready_timeout.count()}};
   if (own_wire) {
     out["ready"] = ready.to_json();
     out["ttl_s"] = ttl_s ? json(*ttl_s) : json(nullptr);
@@ -422,6 +424,7 @@ void use_target(const Target& target, runner::StackOptions& services) {
   if (!services.ack_loss) services.ack_loss = infra::AckLoss::proxy;
   services.target = target.to_json();
   services.remote_ready = target.ready;
+  services.remote_ready_timeout = target.ready_timeout;
   services.remote_stopping = target.stopping;
   services.own_wire = target.own_wire;
   services.sink_operation_id = target.sink_operation_id;

@@ -8,6 +8,7 @@
 // (every instance and the store under libfaketime) and with ack loss by its
 // fault proxy. docs/targets.md describes the file and the findings.
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -64,6 +65,8 @@ struct Target {
   std::optional<infra::OwnWire> own_wire;
   infra::OperationIdSource sink_operation_id;
   remote_effect::Readiness ready;
+  // How long an instance may take to be ready ($.service.ready_timeout_s).
+  std::chrono::seconds ready_timeout{10};
   // How an instance is stopped and restarted ($.service.stop, $.service.restart).
   remote_effect::Stopping stopping;
   std::optional<std::int64_t> ttl_s;

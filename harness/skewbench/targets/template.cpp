@@ -48,6 +48,9 @@ constexpr std::string_view kTemplate = R"(// target.json of NAME: a service of i
     // {"tcp_port": true}, the port accepts a connection; or
     // {"log_line": "listening"}, a line of its output holds that text.
     "ready": {"http_get": "/healthz"},  // CHANGE
+    // How long an instance may take to be ready, at its start and after each
+    // restart (a JVM under libfaketime can take 10 s).
+    "ready_timeout_s": 10,
     // The TTL it is configured with: the scenarios of scenarios/targets/ are
     // written for 60 s, and a scenario of another TTL is refused.
     "ttl_s": 60,
