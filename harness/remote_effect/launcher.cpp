@@ -166,12 +166,10 @@ bool own_readiness(const LaunchOptions& options, int port, std::uintmax_t log_of
   throw std::logic_error("own_readiness: protocol_health");
 }
 
-}  // namespace
-
-namespace {
 constexpr std::pair<const char*, int> kStopSignals[] = {{"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},
                                                         {"SIGQUIT", SIGQUIT}, {"SIGHUP", SIGHUP},
                                                         {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}};
+
 }  // namespace
 
 int stop_signal_named(std::string_view name) {

@@ -89,12 +89,21 @@ std::map<std::string, std::string> StoreProcess::placeholders() const {
   return {{"{store_port}", std::to_string(port_)}, {"{store_dir}", data_dir_.string()}};
 }
 
+std::map<std::string, std::string> StoreProcess::all_placeholders() const {
+  auto values = options_.placeholders;
+  values.merge(placeholders());
+  return values;
+}
+
+std::string StoreProcess::expanded(const std::string& command) const {
+  return text::expand_placeholders(command, all_placeholders(), true);
+}
+
 void StoreProcess::start() {
   Subprocess::Options process_options;
   process_options.stderr_path = log_path_.string();
   process_options.run_as = run_as_;
-  auto values = options_.placeholders;
-  values.merge(placeholders());
+  const auto values = all_placeholders();
   for (const auto& [name, value] : options_.env) {
     process_options.env[name] = text::expand_placeholders(value, values, false);
   }
@@ -103,9 +112,7 @@ void StoreProcess::start() {
   for (const auto& [name, value] : clock_env_) process_options.env[name] = value;
   // exec env: the store itself gets the signals; 1>&2: its stdout is logged.
   process_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{"/bin/sh", "-c",
-                               "exec env " + text::expand_placeholders(options_.command, values, true) + " 1>&2"},
-      process_options);
+      std::vector<std::string>{"/bin/sh", "-c", "exec env " + expanded(options_.command) + " 1>&2"}, process_options);
   const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (const auto code = process_->wait_for_exit(std::chrono::milliseconds(0))) {
@@ -139,14 +146,11 @@ void StoreProcess::restart() {
 }
 
 CommandResult StoreProcess::run_probe(const std::string& command, std::chrono::seconds timeout) const {
-  auto values = options_.placeholders;
-  values.merge(placeholders());
   // timeout: a store that stopped answering must not hold the run (SIGKILL
   // when the probe outlives SIGTERM). Its stderr goes to the store's log, so
   // that nothing but its answer is read.
   return run_command({"timeout", "-k", "5", std::to_string(timeout.count()), "/bin/sh", "-c",
-                      "exec env " + text::expand_placeholders(command, values, true) + " 2>>" +
-                          text::shell_quoted(log_path_.string())});
+                      "exec env " + expanded(command) + " 2>>" + text::shell_quoted(log_path_.string())});
 }
 
 bool StoreProcess::serves() const {
@@ -160,9 +164,7 @@ bool StoreProcess::serves() const {
 
 std::optional<std::int64_t> StoreProcess::wall_clock_s() const {
   if (options_.clock_probe.empty()) return std::nullopt;
-  auto values = options_.placeholders;
-  values.merge(placeholders());
-  const auto probe = text::expand_placeholders(options_.clock_probe, values, true);
+  const auto probe = expanded(options_.clock_probe);
   const auto why = [&](const std::string& what) {
     return InfrastructureError("store " + options_.name + ": its clock probe (" + probe + ") " + what);
   };

@@ -87,6 +87,10 @@ class StoreProcess {
   CommandResult run_probe(const std::string& command, std::chrono::seconds timeout) const;
   // True once the ready command exits 0 (or there is none).
   bool serves() const;
+  // The target's placeholders and the store's own, and a command of the
+  // target's with them filled in (shell-quoted).
+  std::map<std::string, std::string> all_placeholders() const;
+  std::string expanded(const std::string& command) const;
 
   StoreOptions options_;
   std::filesystem::path data_dir_;

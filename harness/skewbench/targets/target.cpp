@@ -29,7 +29,14 @@ std::map<std::string, std::string> read_env(ObjectReader& parent, std::string_vi
   return out;
 }
 
-void check_placeholders(std::string_view text, const std::vector<std::string_view>& known, const std::string& path);
+void check_placeholders(std::string_view text, const std::vector<std::string_view>& known, const std::string& path) {
+  for (const auto& name : text::placeholders_in(text)) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InputError(path, name + " is not a placeholder here (it may hold " +
+                                 text::join(std::vector<std::string>(known.begin(), known.end()), ", ") + ")");
+    }
+  }
+}
 
 // When the store serves: its port accepts a connection ({"tcp_port": true},
 // the default), or also a command exits 0 ({"command": "pg_isready ..."}).
@@ -98,15 +105,6 @@ std::vector<std::string_view> command_placeholders(bool own_wire, bool has_store
   if (has_store) out.insert(out.end(), {"{store_port}", "{store_dir}"});
   if (own_wire) out.insert(out.end(), {"{sink_url}", "{ttl_s}"});
   return out;
-}
-
-void check_placeholders(std::string_view text, const std::vector<std::string_view>& known, const std::string& path) {
-  for (const auto& name : text::placeholders_in(text)) {
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      throw InputError(path, name + " is not a placeholder here (it may hold " +
-                                 text::join(std::vector<std::string>(known.begin(), known.end()), ", ") + ")");
-    }
-  }
 }
 
 const std::vector<std::string_view> kRequestNames(std::begin(infra::kRequestPlaceholders),
