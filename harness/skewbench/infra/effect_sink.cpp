@@ -184,6 +184,11 @@ std::vector<SinkCall> EffectSink::calls() const {
   return calls_;
 }
 
+std::size_t EffectSink::call_count() const {
+  std::lock_guard lock(mutex_);
+  return calls_.size();
+}
+
 std::int64_t EffectSink::applied(const std::string& operation_id) const {
   std::lock_guard lock(mutex_);
   return std::count_if(calls_.begin(), calls_.end(),

@@ -151,8 +151,9 @@ class EffectSink {
   // Answers every held call (of `operation_id`, or any) 200; how many.
   std::size_t release(const std::optional<std::string>& operation_id);
 
-  // Every call so far, in arrival order.
+  // Every call so far, in arrival order, and how many there are.
   std::vector<SinkCall> calls() const;
+  std::size_t call_count() const;
   // Calls for `operation_id` that were applied.
   std::int64_t applied(const std::string& operation_id) const;
 

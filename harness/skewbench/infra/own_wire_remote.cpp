@@ -99,7 +99,7 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
   PostExchange ex{sent(wire_.method, path, headers, body), {}};
   const auto proxy_before = proxy_counts_ ? proxy_counts_->of(r.operation_id) : ProxyCounts{};
   const auto dropped_before = proxy_before.ack_drops;
-  const SinkBefore before{.applied = sink_->applied(r.operation_id), .calls = sink_->calls().size()};
+  const SinkBefore before{.applied = sink_->applied(r.operation_id), .calls = sink_->call_count()};
   const auto answer = [&] {
     try {
       return transport_.exchange(wire_.method, path, wire_headers, body);

@@ -100,10 +100,20 @@ constexpr std::int64_t kSchemaVersion = 2;
 
 // The placeholders a service command and its environment may hold, for each
 // wire; the stack fills them in (runner/stack.hpp, remote_effect/launcher.hpp).
-std::vector<std::string_view> command_placeholders(bool own_wire, bool has_store) {
-  std::vector<std::string_view> out = {"{target_dir}", "{port}", "{state_db}", "{dedupe}", "{host}", "{remote_effect}"};
+// The placeholders an instance's environment values may hold: those of the
+// target, its store and its own wire (its port, ledger, mode and host reach it
+// in PORT, STATE_DB, IDEMPOTENCY_MODE and HOST instead).
+std::vector<std::string_view> env_placeholders(bool own_wire, bool has_store) {
+  std::vector<std::string_view> out = {"{target_dir}", "{remote_effect}"};
   if (has_store) out.insert(out.end(), {"{store_port}", "{store_dir}"});
   if (own_wire) out.insert(out.end(), {"{sink_url}", "{ttl_s}"});
+  return out;
+}
+
+// Those its command may hold: the environment's, and the instance's own.
+std::vector<std::string_view> command_placeholders(bool own_wire, bool has_store) {
+  auto out = env_placeholders(own_wire, has_store);
+  out.insert(out.end(), {"{port}", "{state_db}", "{dedupe}", "{host}"});
   return out;
 }
 
@@ -316,15 +326,9 @@ Target parse_target(const json& document, const fs::path& file) {
   if (t.schema_version >= 2) read_wire(root, service, t);
   service.finish();
   t.store = read_store(root, t.dir);
-  const auto known = command_placeholders(t.own_wire.has_value(), t.store.has_value());
-  check_placeholders(t.service_command, known, "$.service.command");
-  // An instance's port, ledger, mode and host reach it in PORT, STATE_DB,
-  // IDEMPOTENCY_MODE and HOST; the environment's values fill in the rest.
-  std::vector<std::string_view> known_in_env;
-  for (const auto name : known) {
-    if (name != "{port}" && name != "{state_db}" && name != "{dedupe}" && name != "{host}")
-      known_in_env.push_back(name);
-  }
+  const bool own = t.own_wire.has_value();
+  check_placeholders(t.service_command, command_placeholders(own, t.store.has_value()), "$.service.command");
+  const auto known_in_env = env_placeholders(own, t.store.has_value());
   for (const auto& [variable, value] : t.service_env) {
     check_placeholders(value, known_in_env, "$.service.env." + variable);
   }
@@ -412,7 +416,12 @@ std::vector<std::string> missing_needs(const Target& target) {
 
 void use_target(const Target& target, runner::StackOptions& services) {
   services.remote_placeholders = {{"{target_dir}", target.dir.string()}};
-  if (target.service_command.find("{remote_effect}") != std::string::npos) {
+  const auto names_remote_effect = [](const std::string& text) {
+    return text.find("{remote_effect}") != std::string::npos;
+  };
+  if (names_remote_effect(target.service_command) ||
+      std::any_of(target.service_env.begin(), target.service_env.end(),
+                  [&](const auto& variable) { return names_remote_effect(variable.second); })) {
     services.remote_placeholders["{remote_effect}"] = runner::find_remote_effect_binary(services.remote_effect_binary);
   }
   services.remote_command = target.service_command;
