@@ -23,6 +23,16 @@
 
 namespace skewbench::remote_effect {
 
+// The largest count a service may report (of effects, requests, records,
+// epochs): 2^53, the largest integer that every JSON reader, one that reads
+// numbers as doubles too, holds exactly.
+inline constexpr std::int64_t kMaxCount = std::int64_t{1} << 53;
+
+// Whether `value` is a count: a JSON integer from 0 to kMaxCount. A reader
+// refuses any other value of a count's field (AnswerError), so that 2^64 - 1
+// is never read as -1.
+bool is_count(const nlohmann::json& value);
+
 // An answer the client cannot read: not an object, a field of the wrong type,
 // an unknown word.
 class AnswerError : public std::runtime_error {

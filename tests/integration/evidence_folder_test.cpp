@@ -347,6 +347,26 @@ TEST_CASE("verify says valid for a run and a sweep as written, and names what wa
     CHECK_THAT(r.output,
                ContainsSubstring(at + ".effect_count is 1, but scenarios/018-unsafe-node-local.json gives 2"));
   }
+  SECTION("an exchange's count doctored (outside the core digest), manifest rewritten to match") {
+    // The closing counts are in the core digest; the exchanges are not, and
+    // are held to the rule for counts instead (docs/evidence.md).
+    const auto file = std::string("scenarios/018-unsafe-node-local.json");
+    auto evidence = read_json(run / file);
+    auto& timeline = evidence["timeline"];
+    std::size_t step = 0;
+    while (timeline[step]["kind"] != "recover") ++step;
+    auto& answer = timeline[step]["exchanges"][0]["response"];
+    REQUIRE(answer["effect_count"] == 2);
+    answer["effect_count"] = 1000;
+    write_with_manifest(run, file, evidence.dump(2) + "\n");
+    const auto r = run_skewbench({"verify", run.string()});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, ContainsSubstring(file + ": gives verdict \"CONFLICT\", but a count in it cannot be true"));
+    CHECK_THAT(r.output, ContainsSubstring("step " + std::to_string(step) +
+                                           " (recover), exchange 1 (POST /effects): effect_count is 1000, but 2 is "
+                                           "the most it can be"));
+  }
   SECTION("no manifest, or not a folder") {
     fs::remove(run / "manifest.json");
     CHECK(run_skewbench({"verify", run.string()}).exit_code == 1);

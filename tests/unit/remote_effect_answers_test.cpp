@@ -2,6 +2,10 @@
 // field for field, an absent field is "not observed", and a malformed one is
 // an error that names it.
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -120,4 +124,35 @@ TEST_CASE("a present field of the wrong type, or a word outside its vocabulary, 
   CHECK_THROWS_WITH(re::read_status_answer(json::array()), "the snapshot is not a JSON object");
   CHECK_THROWS_WITH(re::read_post_answer("ok"), "the POST answer is not a JSON object");
   CHECK_THROWS_AS(re::read_health_answer(nullptr), re::AnswerError);
+}
+
+TEST_CASE("a count outside [0, 2^53] is an error naming the field and the number, never a wrapped value") {
+  const json max_u64 = std::uint64_t{18446744073709551615ULL};
+  const json past = (std::int64_t{1} << 53) + 1;
+  for (const auto& [field, value] : std::vector<std::pair<std::string, json>>{{"effect_count", max_u64},
+                                                                              {"effect_count", -1},
+                                                                              {"post_requests", past},
+                                                                              {"ack_drops", -5},
+                                                                              {"active_idempotency_records", max_u64},
+                                                                              {"durable_idempotency_records", -1},
+                                                                              {"temporal_epoch", past}}) {
+    INFO(field << " = " << value.dump());
+    const json body = {{field, value}};
+    CHECK_THROWS_WITH(re::read_status_answer(body), ContainsSubstring("field \"" + field + "\" is " + value.dump() +
+                                                                      ", not a count (an integer from 0 to 2^53)"));
+    CHECK_THROWS_AS(re::read_post_answer(body), re::AnswerError);
+  }
+  CHECK_THROWS_WITH(re::read_gc_answer({{"removed_records", -1}}), ContainsSubstring("\"removed_records\" is -1"));
+  CHECK(re::read_status_answer({{"effect_count", std::int64_t{1} << 53}}).effect_count == std::int64_t{1} << 53);
+  CHECK(re::read_status_answer({{"effect_count", 0}}).effect_count == 0);
+  CHECK(re::is_count(json(0)));
+  CHECK(re::is_count(json(std::uint64_t{1} << 53)));
+  CHECK_FALSE(re::is_count(json(1.0)));
+  CHECK_FALSE(re::is_count(json("1")));
+}
+
+TEST_CASE("an integer past int64 is an error, not a negative number") {
+  const json body = {{"evaluation_time", std::uint64_t{9223372036854775808ULL}}};
+  CHECK_THROWS_WITH(re::read_status_answer(body),
+                    ContainsSubstring("\"evaluation_time\" is 9223372036854775808, beyond a 64-bit integer"));
 }

@@ -8,6 +8,7 @@
 #include "artifacts/out_folder.hpp"
 #include "artifacts/run_folder.hpp"
 #include "common/errors.hpp"
+#include "evidence/count_history.hpp"
 #include "evidence/evidence.hpp"
 #include "published/published.hpp"
 #include "runner/session.hpp"
@@ -97,7 +98,9 @@ SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario:
     for (const auto& s : scenarios) {
       if (!services.quiet) observer.say("running " + s.id);
       session.stack().start_stopped_instances();
-      results.push_back(scenario_runner.run(s));
+      auto result = scenario_runner.run(s);
+      evidence::hold_counts(s, result);
+      results.push_back(std::move(result));
     }
     if (const auto late = scenario_runner.late_sink_calls(); late && !results.empty()) {
       runner::fail_with(results.back(), *late);

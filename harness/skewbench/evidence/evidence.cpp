@@ -226,6 +226,7 @@ json scenario_evidence(const scenario::Scenario& s, const runner::ScenarioResult
               {"idempotency_key", r.idempotency_key},
               {"timeline", runner::to_json(r.timeline)},
               {"final", r.final_json()},
+              {"closing_exchange", r.final_measurement ? r.final_measurement->exchange : json(nullptr)},
               {"checks", checks},
               {"verdict", r.verdict},
               {"error", r.error ? json(*r.error) : json(nullptr)},

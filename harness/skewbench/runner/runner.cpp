@@ -33,6 +33,7 @@ FinalMeasurement measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbo
   out.business_state = row.business_state;
   out.idempotency_mode = ex.answer.idempotency_mode;
   out.durable_idempotency_records = ex.answer.durable_idempotency_records;
+  out.exchange = ex.to_json();
   return out;
 }
 

@@ -71,6 +71,9 @@ struct FinalMeasurement {
   // table; nullopt when the remote does not report them.
   std::optional<remote_effect::DedupeMode> idempotency_mode;
   std::optional<std::int64_t> durable_idempotency_records;
+  // The closing GET /status as the evidence's "closing_exchange" records it
+  // (with the instance that answered and its boot_id); not in "final".
+  nlohmann::json exchange = nullptr;
 
   // As the evidence's "final" writes it, with the verdict computed from it.
   nlohmann::json to_json(Verdict verdict) const;

@@ -315,7 +315,7 @@ class RestartRemoteStep final : public Step {
   explicit RestartRemoteStep(LogicalSeconds at_s) : Step(at_s) {}
   std::string_view kind() const override { return "restart_remote"; }
   StepRole role() const override { return StepRole::Fault; }
-  StepNeeds needs() const override { return {.remote_control = true}; }
+  StepNeeds needs() const override { return {.remote_control = true, .restarts_service = true}; }
 
   StepOutcome execute(StepContext& ctx) const override {
     if (ctx.remote_control == nullptr) {

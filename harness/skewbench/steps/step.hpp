@@ -173,6 +173,11 @@ struct StepNeeds {
   bool reads_service_wide_state = false;
   // It must come after a delivery step (it reads what the first POST left).
   bool follows_delivery = false;
+  // It restarts every instance of the service: each must come back with a
+  // new boot_id (where it reports one), and a service that kept its counts in
+  // memory may come back without them (docs/evidence.md, "Counts a service
+  // reports"). No other step may change a boot_id or see a count fall.
+  bool restarts_service = false;
 };
 
 // What a recovery decided, typed: the verdict reads this, never the observed

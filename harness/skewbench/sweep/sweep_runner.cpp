@@ -16,6 +16,7 @@
 
 #include "common/elapsed.hpp"
 #include "common/errors.hpp"
+#include "evidence/count_history.hpp"
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
 #include "runner/runner.hpp"
@@ -284,7 +285,8 @@ void run_cell(SharedCells& shared, WorkerConnections& connections, std::uint64_t
   const auto cell = shared.grid.cell(shared.settings.shard.cell_at(k));
   const auto cell_started = Clock::now();
   const auto scenario = shared.grid.cell_scenario(cell);
-  const auto r = connections.runner().run(scenario);
+  auto r = connections.runner().run(scenario);
+  evidence::hold_counts(scenario, r);
   // A cell that failed may have left its connections broken: start the next
   // cell on fresh ones.
   if (r.error) connections.drop();
