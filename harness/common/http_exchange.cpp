@@ -101,6 +101,7 @@ void BoundedClient::watch() {
       std::uint64_t count = 0;
       [[maybe_unused]] const auto read = ::read(wake_fd_, &count, sizeof count);
     }
+    const std::lock_guard<std::mutex> cutting(cutting_);
     bool cut = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -113,7 +114,8 @@ void BoundedClient::watch() {
       }
       cut = in_flight_ && cut_ != ExchangeEnd::answered;
     }
-    // Outside the lock: stop() waits for a connect in progress to end.
+    // Outside mutex_: stop() waits for a connect in progress to end, and the
+    // exchange in flight takes mutex_ as it ends.
     if (cut) client_.stop();
   }
 }
@@ -143,6 +145,7 @@ Exchange BoundedClient::send(httplib::Request request) {
   };
   const auto started = Clock::now();
   {
+    const std::lock_guard<std::mutex> cutting(cutting_);
     std::lock_guard<std::mutex> lock(mutex_);
     in_flight_ = true;
     deadline_ = started + limits_.deadline;

@@ -88,6 +88,10 @@ class BoundedClient {
   int stop_fd_;
   int wake_fd_ = -1;
 
+  // Held by the watcher from its decision to cut until stop() has returned,
+  // and by send() as an exchange starts: a cut decided for one exchange never
+  // lands on the next one (taken before mutex_).
+  std::mutex cutting_;
   std::mutex mutex_;
   bool in_flight_ = false;
   std::chrono::steady_clock::time_point deadline_;

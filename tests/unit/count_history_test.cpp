@@ -235,3 +235,27 @@ TEST_CASE("hold_counts makes a contradicted result an ERROR and leaves an ERROR 
   evidence::hold_counts(s, result);
   CHECK(*result.error == before);
 }
+
+TEST_CASE("a restart step after which /health gives the same boot_id is an ERROR: the service did not restart") {
+  // A control whose restart does nothing: the service goes on as it was.
+  class NoRestart final : public steps::RemoteControl {
+   public:
+    explicit NoRestart(testing::FakeRemote& remote) : remote_(remote) {}
+    void restart_remote() override {}
+    void pause_remote(std::chrono::milliseconds) override {}
+    void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.set_mode(mode); }
+    void restart_store() override {}
+
+   private:
+    testing::FakeRemote& remote_;
+  };
+  testing::FakeRemote remote;
+  testing::FakeOutbox outbox;
+  NoRestart control(remote);
+  const auto s = scenario::load_scenario_file((kSource / "scenarios/016-safe-durable-restart.json").string());
+  const auto result = runner::ScenarioRunner(remote, outbox, {.run_id = "rcounts", .remote_control = &control}).run(s);
+  CHECK(result.verdict == runner::Verdict::Error);
+  REQUIRE(result.error);
+  CHECK_THAT(*result.error, ContainsSubstring("restart_remote: the service's /health gives boot_id fake-boot-1 before "
+                                              "and after the restart: the service did not restart"));
+}
