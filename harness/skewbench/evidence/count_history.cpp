@@ -25,7 +25,7 @@ struct Reading {
   std::string where;     // "step 3 (recover), exchange 1 (POST /effects)"
   std::string instance;  // the instance that answered: "" when the scenario reaches one
   Post post = Post::none;
-  const json* counts = nullptr;   // the object holding effect_count; null: none
+  const json* counts = nullptr;   // the answer's counts (read when it holds effect_count); null: none
   const json* boot_id = nullptr;  // a string; null: not reported
   bool measured = false;          // counted by skewbench, not said by the service
 };
@@ -63,7 +63,7 @@ Reading reading_of(const json& exchange, std::string where) {
   return {.where = std::move(where),
           .instance = harness ? text_of(member(*harness, "instance")) : "",
           .post = post_of(exchange),
-          .counts = counts && member(*counts, "effect_count") ? counts : nullptr,
+          .counts = counts,
           .boot_id = boot_id && boot_id->is_string() ? boot_id : nullptr,
           .measured = counted && (counted->is_object() || *counted == true)};
 }
