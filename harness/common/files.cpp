@@ -217,12 +217,26 @@ std::string process_start_time(pid_t pid) {
   return "";
 }
 
-// True when the owner file names a process that is gone (or a reused pid).
+// This process's pid namespace ("pid:[4026531836]"); empty when /proc cannot
+// say (it is another namespace's /proc).
+std::string own_pid_namespace() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self", ec);
+  if (ec || self.string() != std::to_string(::getpid())) return "";
+  const auto ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
+  return ec ? "" : ns.string();
+}
+
+// True when the owner file names a process that is gone (or a reused pid). A
+// pid is only judged in the pid namespace it was written in: a process in
+// another one (a container, `unshare --pid`) sees other pids.
 bool owner_is_gone(const std::filesystem::path& owner_file) {
   std::ifstream in(owner_file);
   long pid = 0;
   std::string started;
-  if (!(in >> pid >> started) || pid <= 0) return false;  // not ours to judge
+  std::string ns;
+  if (!(in >> pid >> started >> ns) || pid <= 0) return false;  // not ours to judge
+  if (ns.empty() || ns != own_pid_namespace()) return false;
   return process_start_time(static_cast<pid_t>(pid)) != started;
 }
 
@@ -248,7 +262,8 @@ TempDir::TempDir(std::string_view prefix) {
   if (::mkdtemp(tmpl.data()) == nullptr) throw errno_error("cannot create temporary directory", tmpl);
   path_ = tmpl;
   const auto self = ::getpid();
-  write_file_atomically(path_ / kTempDirOwnerFile, std::to_string(self) + " " + process_start_time(self) + "\n");
+  write_file_atomically(path_ / kTempDirOwnerFile,
+                        std::to_string(self) + " " + process_start_time(self) + " " + own_pid_namespace() + "\n");
 }
 
 TempDir::~TempDir() {

@@ -73,9 +73,11 @@ std::optional<std::filesystem::path> find_on_path(const std::string& program);
 // A directory created under the system temporary directory ($TMPDIR, else
 // /tmp) and removed with everything in it when the object is destroyed
 // (unless keep() was called). A process killed with SIGKILL cannot remove its
-// own directories, so each one holds a file naming its owner (pid and the
-// process's start time, which tells a reused pid apart), and every new TempDir
-// first removes the skewbench-* directories whose owner is gone.
+// own directories, so each one holds a file naming its owner (pid, the
+// process's start time, which tells a reused pid apart, and its pid
+// namespace), and every new TempDir first removes the skewbench-* directories
+// whose owner is gone. Only an owner of the same pid namespace is judged: a
+// pid read in a container or under `unshare --pid` names another process.
 class TempDir {
  public:
   explicit TempDir(std::string_view prefix);

@@ -11,8 +11,12 @@
 #include <poll.h>
 #include <pwd.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "common/errors.hpp"
+#include "common/process_tree.hpp"
 
 namespace skewbench {
 namespace {
@@ -53,7 +57,100 @@ void become_child_of(pid_t parent, const std::optional<RunAs>& run_as, int signa
   if (::getppid() != parent) ::_exit(1);  // the parent died before the request took effect
 }
 
+// Signals `pid` only while it is a descendant of this process: a pidfd pins
+// the process, so a pid reused after the check cannot be hit.
+void signal_descendant(pid_t pid, int signal_number) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return;  // gone
+  if (process_tree::is_descendant_of(pid, ::getpid())) {
+    ::syscall(SYS_pidfd_send_signal, pidfd, signal_number, nullptr, 0);
+  }
+  ::close(pidfd);
+}
+
+// Reaps each child of this process that has exited; returns how many
+// descendants are still alive.
+std::size_t reap_and_count_alive() {
+  std::size_t alive = 0;
+  for (const auto& entry : process_tree::descendants_of(::getpid())) {
+    if (entry.zombie && entry.parent == ::getpid()) {
+      int status = 0;
+      ::waitpid(entry.pid, &status, WNOHANG);
+    } else if (!entry.zombie) {
+      ++alive;
+    }
+  }
+  return alive;
+}
+
+// Waits up to `timeout` for every descendant to exit, reaping; true when none is left.
+bool wait_for_no_descendants(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (reap_and_count_alive() == 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void signal_descendants(int signal_number) {
+  for (const auto& entry : process_tree::descendants_of(::getpid())) {
+    if (!entry.zombie) signal_descendant(entry.pid, signal_number);
+  }
+}
+
+std::string holder_names(const std::vector<pid_t>& pids) {
+  if (pids.empty()) return "a process skewbench cannot see";
+  std::string names;
+  for (const pid_t pid : pids) {
+    if (!names.empty()) names += ", ";
+    const auto command = process_tree::command_line_of(pid);
+    names += "pid " + std::to_string(pid) + " (" + (command.empty() ? "no command line" : command) + ")";
+  }
+  return names;
+}
+
 }  // namespace
+
+void become_subreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    throw std::runtime_error(std::string("cannot become a child subreaper: ") + std::strerror(errno));
+  }
+}
+
+std::size_t end_descendants(std::chrono::milliseconds grace) {
+  if (!process_tree::proc_is_own_namespace()) return 0;
+  const std::size_t alive = reap_and_count_alive();
+  if (alive == 0) return 0;
+  signal_descendants(SIGTERM);
+  if (wait_for_no_descendants(grace)) return alive;
+  // A SIGKILLed parent's children become ours and are found on the next pass.
+  for (int pass = 0; pass < 10; ++pass) {
+    signal_descendants(SIGKILL);
+    if (wait_for_no_descendants(std::chrono::milliseconds(500))) break;
+  }
+  return alive;
+}
+
+void require_own_listener(int port, const std::string& what) {
+  if (!process_tree::proc_is_own_namespace()) return;
+  const auto inodes = process_tree::listening_socket_inodes(port);
+  if (inodes.empty()) {
+    throw InfrastructureError(what + " answered on port " + std::to_string(port) +
+                              ", but no socket listens there in this network namespace: what answered is not a "
+                              "process skewbench started");
+  }
+  std::vector<pid_t> own;
+  for (const auto& entry : process_tree::descendants_of(::getpid())) {
+    if (!entry.zombie) own.push_back(entry.pid);
+  }
+  for (const auto inode : inodes) {
+    if (!own.empty() && !process_tree::holders_of_socket(inode, own).empty()) continue;
+    throw InfrastructureError("port " + std::to_string(port) + ", where " + what + " should listen, is held by " +
+                              holder_names(process_tree::holders_of_socket(inode, {})) +
+                              ", which skewbench did not start: what answers there is not " + what + " it started");
+  }
+}
 
 RunAs RunAs::user(const std::string& name) {
   const passwd* pw = ::getpwnam(name.c_str());

@@ -1,5 +1,14 @@
 #pragma once
 
+// The supervisor: the one place that starts and ends the processes skewbench
+// runs (the remote-effect service, instances, targets' services and stores,
+// PostgreSQL, short commands). Each child leads a process group of its own and
+// is SIGKILLed when the thread that started it dies (PR_SET_PDEATHSIG); the
+// program that supervises (skewbench's main) adopts what its children leave
+// behind (become_subreaper) and ends every descendant when it ends
+// (end_descendants). Nothing here signals a process that is not a descendant
+// of this one: no process group of its own, no name, no port's owner.
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -27,6 +36,29 @@ struct RunAs {
   static RunAs user(const std::string& name);
 };
 
+// Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER): a descendant
+// whose parent exits (a service that double-forks, or forks, calls setsid and
+// exits) becomes its child instead of init's, so end_descendants() finds it.
+// Call once, at the start of main. Throws std::runtime_error when the kernel
+// refuses.
+void become_subreaper();
+
+// Ends every descendant of this process still alive: SIGTERM to each, up to
+// `grace` for them to exit, then SIGKILL to those left; reaps those that end
+// up its children. Descendants are found by walking /proc's parent links from
+// this process, and each is signalled through a pidfd taken while it is
+// still a descendant. Does nothing when /proc is not of this process's pid
+// namespace (it could not tell whose a pid is). Returns how many were alive
+// at the start.
+std::size_t end_descendants(std::chrono::milliseconds grace);
+
+// Throws InfrastructureError unless every TCP socket listening on `port` is
+// held by a descendant of this process, naming `what` (for example "the
+// service"), the port, and each other holder's pid and command line. Called
+// once a started process is ready, so that skewbench never grades a service
+// it did not start. Checks nothing when /proc is not of this pid namespace.
+void require_own_listener(int port, const std::string& what);
+
 // Runs argv to completion and returns its exit code and output. The command
 // is killed (SIGKILL) if this process dies first, so that an initdb or a
 // pg_ctl never outlives the run that started it. Throws std::runtime_error
@@ -35,7 +67,7 @@ CommandResult run_command(const std::vector<std::string>& argv, std::optional<Ru
 
 // A child process that lives as long as this object. Its stdout is a pipe the
 // parent reads line by line (a service's ready line); its stderr is inherited or
-// sent to a file. The child gets a signal (SIGTERM unless told otherwise) if
+// sent to a file. The child gets a signal (SIGKILL unless told otherwise) if
 // the thread that started it dies, also when it runs as another user, and the
 // destructor stops it: SIGTERM, a grace period, then SIGKILL.
 class Subprocess {
@@ -44,7 +76,9 @@ class Subprocess {
     std::map<std::string, std::string> env;  // added to the inherited environment
     std::optional<std::string> stderr_path;  // append stderr here instead of inheriting it
     std::optional<RunAs> run_as;             // drop to this user before exec (we are root)
-    int parent_death_signal = SIGTERM;
+    // Only skewbench's own programs that clean up and exit at once may ask
+    // for another signal (PostgreSQL's SIGQUIT, its immediate shutdown).
+    int parent_death_signal = SIGKILL;
   };
 
   Subprocess(const std::vector<std::string>& argv, const Options& options);

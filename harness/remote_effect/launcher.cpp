@@ -312,6 +312,7 @@ void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std:
       if (options_.ready.kind != Readiness::Kind::protocol_health) {
         if (own_readiness(options_, port, log_offset, left, why)) {
           exited();  // answered by something else on the port, while this one failed
+          require_own_listener(port, "the service");
           boot_id_.clear();
           ready_line_ = {{"ready", options_.ready.to_json()}};
           return;
@@ -324,6 +325,7 @@ void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std:
         // port yet) is not this one's.
         if (previous_boot_id.empty() || boot_id != previous_boot_id) {
           exited();  // answered by something else on the port, while this one failed
+          require_own_listener(port, "the service");
           boot_id_ = boot_id;
           ready_line_ = *health;
           return;
@@ -333,7 +335,7 @@ void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std:
       // The pause between two checks ends at once on a stop request.
       if (wait_readable_or_stop(-1, stop_request_fd(), 20)) throw Interrupted();
     }
-  } catch (const Interrupted&) {
+  } catch (const std::exception&) {
     give_up();
     throw;
   }
@@ -392,6 +394,12 @@ void RemoteEffectProcess::start(int port) {
   } catch (const std::exception& e) {
     process->stop();
     throw std::runtime_error("unexpected ready line from " + options_.binary + ": " + *line + " (" + e.what() + ")");
+  }
+  try {
+    require_own_listener(port_, "remote-effect");
+  } catch (const std::exception&) {
+    process->stop();
+    throw;
   }
   ready_line_ = std::move(ready);
   process_ = std::move(process);

@@ -111,9 +111,12 @@ std::string expand_command(const std::string& command, const LaunchOptions& opti
 int free_port(const std::string& host);
 
 // One running remote-effect process. The destructor stops it (SIGTERM, then
-// SIGKILL after a grace period). The child is also sent SIGTERM when the
+// SIGKILL after a grace period). The child is also sent SIGKILL when the
 // thread that started it exits (PR_SET_PDEATHSIG in Subprocess), so start it,
 // and restart() it, from a thread that lives as long as the service should.
+// Once ready, the socket listening on its port must be held by a descendant
+// of this process (require_own_listener), or it is stopped and the start
+// throws InfrastructureError naming the holder.
 class RemoteEffectProcess {
  public:
   // Starts the binary and waits for its ready line. Throws std::runtime_error

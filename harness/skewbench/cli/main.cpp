@@ -1,6 +1,9 @@
 // skewbench: runs clock-skew replay scenarios against a real PostgreSQL outbox
 // and a real remote-effect service, and writes evidence.
 
+#include <chrono>
+#include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -12,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
+#include "common/subprocess.hpp"
 #include "common/text.hpp"
 
 namespace {
@@ -328,8 +332,30 @@ bool default_scenarios(std::vector<std::string>& paths) {
 
 }  // namespace
 
+namespace {
+
+// However the command ends (a return, an exception, SIGINT or SIGTERM, which
+// unwind to a return), every process it started, and every process those
+// left behind, ends before skewbench exits.
+struct EndsDescendants {
+  static constexpr std::chrono::milliseconds kGrace{2000};
+  EndsDescendants() {
+    skewbench::become_subreaper();
+    std::set_terminate([] {
+      skewbench::end_descendants(kGrace);
+      std::abort();
+    });
+  }
+  ~EndsDescendants() { skewbench::end_descendants(kGrace); }
+  EndsDescendants(const EndsDescendants&) = delete;
+  EndsDescendants& operator=(const EndsDescendants&) = delete;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace skewbench;
+  const EndsDescendants supervisor;
   if (is_unknown_command(argc, argv)) return exit_code::kUsage;
   CLI::App app{"skewbench: whose clock decides idempotency-key expiry? Scenarios as data, evidence as JSON."};
   app.require_subcommand(1);

@@ -219,7 +219,7 @@ void PostgresCluster::start(int port) {
       pid_file = read_file(data_dir() / "postmaster.pid");
     } catch (const std::exception&) {
     }
-    if (pid_file.find("\nready") != std::string::npos) return;
+    if (pid_file.find("\nready") != std::string::npos) return require_own_port();
     // The pause between two looks ends at once on a stop request.
     if (wait_readable_or_stop(-1, stop_request_fd(), 20)) {
       server_->stop(std::chrono::milliseconds(2000));
@@ -238,6 +238,16 @@ void PostgresCluster::start(int port) {
   throw InfrastructureError("PostgreSQL did not start on port " + std::to_string(port) + ":\n" + text);
 }
 
+void PostgresCluster::require_own_port() {
+  try {
+    require_own_listener(port_, "PostgreSQL");
+  } catch (const std::exception&) {
+    server_->stop(std::chrono::milliseconds(2000));
+    server_.reset();
+    throw;
+  }
+}
+
 // A shell that removes the cluster's directory if skewbench dies without
 // cleaning up (it gets SIGTERM when its parent dies, whatever the phase): it
 // waits for the postmaster, which got SIGQUIT, to remove its pid file. Should
@@ -247,8 +257,9 @@ void PostgresCluster::start_watchdog() {
       "cleanup() { i=0; while [ -f \"$0/data/postmaster.pid\" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
       "rm -rf \"$0\"; exit 0; }; trap cleanup TERM; trap 'exit 0' USR1; while :; do sleep 1 & wait $!; done";
   try {
+    // SIGTERM when we die: it removes the directory and exits (within 10 s).
     watchdog_ = std::make_unique<Subprocess>(std::vector<std::string>{"sh", "-c", script, dir_.path().string()},
-                                             Subprocess::Options{});
+                                             Subprocess::Options{.parent_death_signal = SIGTERM});
   } catch (const std::exception&) {
     // Without a watchdog the next run still removes the directory.
   }

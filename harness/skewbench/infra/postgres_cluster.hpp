@@ -87,6 +87,8 @@ class PostgresCluster {
 
  private:
   void start(int port);
+  // Stops the server and throws when what listens on its port is not it.
+  void require_own_port();
   void start_watchdog();
   std::filesystem::path data_dir() const;
 

@@ -121,7 +121,7 @@ void StoreProcess::start() {
                                 log_tail(log_path_));
     }
     const bool accepts = accepts_connection(port_);
-    if (accepts && serves()) return;
+    if (accepts && serves()) return require_own_port();
     // The pause between two checks ends at once on a stop request.
     if (wait_readable_or_stop(-1, stop_request_fd(), accepts ? 100 : 20)) {
       process_->signal_group(SIGKILL);
@@ -134,6 +134,16 @@ void StoreProcess::start() {
   throw InfrastructureError("store " + options_.name + " did not accept a connection on port " + std::to_string(port_) +
                             (options_.ready_command.empty() ? "" : " and pass its ready command") + " within " +
                             std::to_string(options_.ready_timeout.count()) + " ms: " + log_tail(log_path_));
+}
+
+void StoreProcess::require_own_port() {
+  try {
+    require_own_listener(port_, "store " + options_.name);
+  } catch (const std::exception&) {
+    process_->signal_group(SIGKILL);
+    process_->stop();
+    throw;
+  }
 }
 
 void StoreProcess::restart() {

@@ -80,6 +80,8 @@ class StoreProcess {
 
  private:
   void start();
+  // Ends the store and throws when what listens on its port is not it.
+  void require_own_port();
   // As root with run_as: resolves the user, hands it the data folder.
   void hand_over_to_user();
   // Runs one of the target's commands about the store (a probe) with its
