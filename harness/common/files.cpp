@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/process_tree.hpp"
+
 namespace skewbench {
 namespace {
 
@@ -220,9 +222,8 @@ std::string process_start_time(pid_t pid) {
 // This process's pid namespace ("pid:[4026531836]"); empty when /proc cannot
 // say (it is another namespace's /proc).
 std::string own_pid_namespace() {
+  if (!process_tree::proc_is_own_namespace()) return "";
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self", ec);
-  if (ec || self.string() != std::to_string(::getpid())) return "";
   const auto ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
   return ec ? "" : ns.string();
 }

@@ -134,7 +134,7 @@ class BesideSentinel {
                                      "\"$@\" >\"$log\" 2>&1 & echo \"command $!\"; wait $!; echo \"exit $?\"",
                                      "sh", log.string()};
     argv.insert(argv.end(), command.begin(), command.end());
-    shell_.emplace(argv, Subprocess::Options{});
+    shell_.emplace(argv, Subprocess::Options{.stderr_path = (log.parent_path() / "shell.log").string()});
     sentinel_ = pid_after("sentinel ");
     command_ = pid_after("command ");
     log_ = log;
@@ -177,15 +177,29 @@ class BesideSentinel {
   fs::path log_;
 };
 
+// skewbench run beside a sentinel against remote-effect started through
+// unruly_service.py with `flags`, in a folder of its own; what the service
+// noted is ended by pid at the end, whatever the test found. (Not under
+// unshare: pids noted inside a pid namespace name other processes outside.)
+struct UnrulyRun {
+  explicit UnrulyRun(const std::string& flags)
+      : tmp("skewbench-lifetime"),
+        pids(tmp.path() / "pids"),
+        cleanup{pids},
+        run(skewbench_run(unruly_command(flags, pids), tmp.path() / "out"), tmp.path() / "log") {}
+
+  TempDir tmp;
+  fs::path pids;
+  EndsWhatIsNoted cleanup;
+  BesideSentinel run;
+};
+
 }  // namespace
 
 TEST_CASE("after a run that ends with exit 0, neither a setsid daemon nor a grandchild of its own group is left") {
-  TempDir tmp("skewbench-lifetime");
-  const auto pids = tmp.path() / "pids";
-  EndsWhatIsNoted cleanup{pids};
-  BesideSentinel run(
-      skewbench_run(unruly_command("--daemon --grandchild --ignore-term --then exec", pids), tmp.path() / "out"),
-      tmp.path() / "log");
+  UnrulyRun unruly("--daemon --grandchild --ignore-term --then exec");
+  auto& run = unruly.run;
+  const auto& pids = unruly.pids;
   REQUIRE(run.same_group());
   const auto code = run.exit_code(milliseconds(120000));
   INFO(run.output());
@@ -197,11 +211,9 @@ TEST_CASE("after a run that ends with exit 0, neither a setsid daemon nor a gran
 }
 
 TEST_CASE("a service that forks, calls setsid and exits is ERROR, exit 3, and its daemon is ended") {
-  TempDir tmp("skewbench-lifetime");
-  const auto pids = tmp.path() / "pids";
-  EndsWhatIsNoted cleanup{pids};
-  BesideSentinel run(skewbench_run(unruly_command("--daemon --ignore-term --then exit", pids), tmp.path() / "out"),
-                     tmp.path() / "log");
+  UnrulyRun unruly("--daemon --ignore-term --then exit");
+  auto& run = unruly.run;
+  const auto& pids = unruly.pids;
   const auto code = run.exit_code(milliseconds(120000));
   INFO(run.output());
   CHECK(code == 3);
@@ -214,15 +226,11 @@ TEST_CASE("a service that forks, calls setsid and exits is ERROR, exit 3, and it
 TEST_CASE("a run stopped by SIGINT or SIGTERM ends with 130, and what the service left is ended") {
   for (const int signal_number : {SIGINT, SIGTERM}) {
     DYNAMIC_SECTION(strsignal(signal_number)) {
-      TempDir tmp("skewbench-lifetime");
-      const auto pids = tmp.path() / "pids";
-      EndsWhatIsNoted cleanup{pids};
       // The service waits 3 s before it starts: the signal comes while
       // skewbench waits for it to be ready.
-      BesideSentinel run(
-          skewbench_run(unruly_command("--daemon --grandchild --ignore-term --delay-s 3 --then wait", pids),
-                        tmp.path() / "out"),
-          tmp.path() / "log");
+      UnrulyRun unruly("--daemon --grandchild --ignore-term --delay-s 3 --then wait");
+      auto& run = unruly.run;
+      const auto& pids = unruly.pids;
       REQUIRE(eventually([&] { return noted_all(pids, {"self", "daemon", "grandchild"}); }, milliseconds(60000)));
       ::kill(run.command_pid(), signal_number);
       const auto code = run.exit_code(milliseconds(60000));
@@ -235,11 +243,9 @@ TEST_CASE("a run stopped by SIGINT or SIGTERM ends with 130, and what the servic
 }
 
 TEST_CASE("after kill -9 of skewbench, the service it started is gone although it ignores SIGTERM") {
-  TempDir tmp("skewbench-lifetime");
-  const auto pids = tmp.path() / "pids";
-  EndsWhatIsNoted cleanup{pids};
-  BesideSentinel run(skewbench_run(unruly_command("--ignore-term --delay-s 3 --then wait", pids), tmp.path() / "out"),
-                     tmp.path() / "log");
+  UnrulyRun unruly("--ignore-term --delay-s 3 --then wait");
+  auto& run = unruly.run;
+  const auto& pids = unruly.pids;
   REQUIRE(eventually([&] { return noted_all(pids, {"self"}); }, milliseconds(60000)));
   ::kill(run.command_pid(), SIGKILL);
   CHECK(run.exit_code(milliseconds(10000)) == 128 + SIGKILL);
@@ -261,10 +267,7 @@ TEST_CASE("under unshare --pid --fork --kill-child --mount-proc, kill -9 of skew
   // descendants of unshare, and the ports as they are.
   if (!eventually([&] { return noted_all(pids, {"self", "daemon", "grandchild", "service"}); }, milliseconds(60000))) {
     const auto code = run.exit_code(milliseconds(1000));
-    std::string all;
-    for (const auto& c : command) all += c + " ";
-    FAIL("the service did not start; exit " << code.value_or(-1) << ": " << run.output() << " [" << all << "] "
-                                            << read_file(tmp.path() / "log"));
+    FAIL("the service did not start; exit " << code.value_or(-1) << ": " << run.output());
   }
   const auto inside = process_tree::descendants_of(run.command_pid());
   REQUIRE(!inside.empty());
