@@ -147,9 +147,11 @@ std::optional<SyncMode> parse_sync_mode(std::string_view text) {
 struct Store::Impl {
   explicit Impl(sqlite3* connection) : db(connection) {}
   ~Impl() {
-    for (auto* statement : {&begin, &commit, &rollback, &savepoint, &release, &rollback_to, &select_record,
-                            &insert_effect, &upsert_record, &insert_request, &select_effects, &select_records,
-                            &count_requests, &select_epoch, &update_epoch, &delete_record, &count_records}) {
+    for (auto* statement :
+         {&begin,          &commit,         &rollback,        &savepoint,      &release,        &rollback_to,
+          &select_record,  &insert_effect,  &upsert_record,   &insert_request, &select_effects, &select_records,
+          &count_requests, &select_epoch,   &update_epoch,    &delete_record,  &count_records,  &clear_effects,
+          &clear_records,  &clear_requests, &clear_sequences, &reset_epoch}) {
       statement->reset();
     }
     // The last connection to close checkpoints the WAL into the main file.
@@ -194,12 +196,17 @@ struct Store::Impl {
     update_epoch = std::make_unique<Statement>(db, "UPDATE metadata SET value = ?1 WHERE name = 'temporal_epoch'");
     delete_record = std::make_unique<Statement>(db, "DELETE FROM idempotency_records WHERE idempotency_key = ?1");
     count_records = std::make_unique<Statement>(db, "SELECT value FROM metadata WHERE name = 'idempotency_records'");
+    clear_effects = std::make_unique<Statement>(db, "DELETE FROM effects");
+    clear_records = std::make_unique<Statement>(db, "DELETE FROM idempotency_records");
+    clear_requests = std::make_unique<Statement>(db, "DELETE FROM request_log");
+    clear_sequences = std::make_unique<Statement>(db, "DELETE FROM sqlite_sequence");
+    reset_epoch = std::make_unique<Statement>(db, "UPDATE metadata SET value = 1 WHERE name = 'temporal_epoch'");
   }
 
   sqlite3* db;
   std::unique_ptr<Statement> begin, commit, rollback, savepoint, release, rollback_to, select_record, insert_effect,
       upsert_record, insert_request, select_effects, select_records, count_requests, select_epoch, update_epoch,
-      delete_record, count_records;
+      delete_record, count_records, clear_effects, clear_records, clear_requests, clear_sequences, reset_epoch;
 };
 
 namespace {
@@ -242,9 +249,17 @@ Store::Store(const std::filesystem::path& path, SyncMode sync, DedupeMode dedupe
     std::filesystem::create_directories(path.parent_path(), ec);
     if (ec) throw StoreError("cannot create the directory of " + where + ": " + ec.message());
   }
+  open(path.string(), where, false);
+}
+
+Store::Store(InMemory /*unused*/, DedupeMode dedupe) : sync_(SyncMode::normal), dedupe_(dedupe) {
+  open(":memory:", "state database in memory", true);
+}
+
+void Store::open(const std::string& name, const std::string& where, bool in_memory) {
   sqlite3* db = nullptr;
   const int rc =
-      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+      sqlite3_open_v2(name.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
@@ -254,9 +269,12 @@ Store::Store(const std::filesystem::path& path, SyncMode sync, DedupeMode dedupe
   try {
     sqlite3_extended_result_codes(db, 1);
     exec(db, "PRAGMA busy_timeout = 5000");
-    const auto journal = pragma_text(db, "PRAGMA journal_mode = WAL");
-    if (journal != "wal") throw StoreError("journal_mode is \"" + journal + "\", not wal");
-    exec(db, sync == SyncMode::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+    // A database in memory has its own journal and nothing to sync.
+    if (!in_memory) {
+      const auto journal = pragma_text(db, "PRAGMA journal_mode = WAL");
+      if (journal != "wal") throw StoreError("journal_mode is \"" + journal + "\", not wal");
+      exec(db, sync_ == SyncMode::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+    }
     exec(db, "BEGIN IMMEDIATE");
     for (const char* sql : kSchema) exec(db, sql);
     {
@@ -503,6 +521,18 @@ GcResult Store::gc(const GcRequest& request) {
     for (const auto& key : collected) volatile_records_.erase(key);
   }
   return result;
+}
+
+void Store::clear() {
+  std::lock_guard lock(mutex_);
+  auto& s = *impl_;
+  Transaction transaction(*s.begin, *s.commit, *s.rollback);
+  // The key records first: their trigger counts each one out.
+  for (auto* statement : {&s.clear_records, &s.clear_effects, &s.clear_requests, &s.clear_sequences, &s.reset_epoch}) {
+    Query(**statement).run();
+  }
+  transaction.commit();
+  volatile_records_.clear();
 }
 
 StoreTotals Store::totals() {

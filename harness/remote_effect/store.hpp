@@ -77,6 +77,10 @@ class Store {
   // sets the synchronous level and creates the schema when absent. Throws
   // StoreError naming the path.
   Store(const std::filesystem::path& path, SyncMode sync, DedupeMode dedupe = DedupeMode::durable);
+  // The same store in memory: no file, no WAL, nothing synced, gone with this
+  // object. The in-process engine (docs/engines.md) runs on it.
+  struct InMemory {};
+  explicit Store(InMemory in_memory, DedupeMode dedupe = DedupeMode::durable);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -105,6 +109,11 @@ class Store {
 
   StoreTotals totals();
 
+  // Removes every effect, key record and logged request and puts the temporal
+  // epoch back to the first, in one transaction: the store holds what a new
+  // file holds. The in-process engine starts each sweep cell on it.
+  void clear();
+
   SyncMode sync() const { return sync_; }
   DedupeMode dedupe() const { return dedupe_; }
 
@@ -119,6 +128,9 @@ class Store {
  private:
   struct Impl;
   class VolatileJournal;
+  // Opens `name` (a path, or ":memory:") and creates the schema; `where`
+  // names it in errors.
+  void open(const std::string& name, const std::string& where, bool in_memory);
   PostResult post_alone_locked(const PostRequest& request, const BeforeCommit& before_commit);
   bool post_together_locked(std::span<PendingPost* const> group);
   bool post_in_savepoint_locked(PendingPost& post, VolatileJournal& journal);

@@ -2,12 +2,11 @@
 
 // Stand-ins for the outbox and the remote, for unit tests only; integration
 // tests use the real service.
-// FakeRemote is the service without its HTTP layer and process: it judges
-// every request with the service's own protocol library
-// (remote_effect/protocol.hpp: request parsing, the JSON answers, refusals)
-// and keeps its state in the service's own store (remote_effect/store.hpp) on
-// a temporary SQLite file, so the fence, expiry, dedupe and GC rules and what
-// they write are the service's, not a copy. Only the transport is fake.
+// FakeRemote is the in-process engine's remote (infra/in_process.hpp: the
+// service's own parser, rules, store and answers, without its HTTP layer and
+// process) on a temporary SQLite file, so that it restarts as the service
+// does, with the faults a scenario did not plan added around it. FakeOutbox is
+// the engine's outbox double.
 
 #include <chrono>
 #include <map>
@@ -21,9 +20,9 @@
 
 #include "common/errors.hpp"
 #include "common/files.hpp"
+#include "infra/in_process.hpp"
 #include "infra/ports.hpp"
 #include "remote_effect/protocol.hpp"
-#include "remote_effect/store.hpp"
 #include "steps/step.hpp"
 
 namespace skewbench::testing {
@@ -45,21 +44,18 @@ class FakeRemote final : public infra::RemoteApi {
   // (e.g. #015's, which has no clock and no boot_id) answers.
   std::set<std::string> unreported;
 
-  FakeRemote() { open(); }
+  FakeRemote() = default;
 
-  protocol::DedupeMode mode() const { return mode_; }
+  protocol::DedupeMode mode() const { return engine_.mode(); }
   // The service started again in another dedupe mode, on the same file.
-  void set_mode(protocol::DedupeMode mode) {
-    mode_ = mode;
-    open();
-  }
+  void set_mode(protocol::DedupeMode mode) { engine_.restart(boot_id, mode); }
 
   // A restart as the service has one: a new boot_id and the store opened
   // again on its file, so the effects, counts and epoch survive and the key
   // records only in durable mode.
   std::string restart() {
     boot_id = "fake-boot-" + std::to_string(++boots_);
-    open();
+    engine_.restart(boot_id, engine_.mode());
     return boot_id;
   }
 
@@ -73,87 +69,49 @@ class FakeRemote final : public infra::RemoteApi {
       restart_after_next_post = false;
       restart();
     }
-    const auto headers = protocol::post_effect_headers(r);
-    auto ex = infra::sent("POST", "/effects", headers, r.body);
-    const auto request =
-        parse_or_throw(protocol::parse_post_request({headers.begin(), headers.end()}, r.body, kDefaultTtlS));
-    const auto result = store_->post(request);
-    if (result.delivery == protocol::Delivery::fenced_out) {
-      return posted(std::move(ex), 409, protocol::fenced_out_json(*request.fence_epoch, result.state.temporal_epoch),
-                    infra::TransportOutcome::FencedOut);
+    auto posted = engine_.post_effect(r);
+    if (vanish_next_answer && posted.transport_outcome() == infra::TransportOutcome::AckReceived &&
+        posted.http_status == 200) {
+      vanish_next_answer = false;
+      infra::HttpExchange lost = posted;
+      lost.http_status.reset();
+      lost.response_body = nullptr;
+      return infra::read_post(std::move(lost), infra::TransportOutcome::AckUnknown, "POST /effects");
     }
-    if (protocol::is_refusal(result.delivery)) {
-      const auto refusal = protocol::refusal_error(result.delivery);
-      return posted(std::move(ex), refusal.http_status, refusal.to_json(), infra::TransportOutcome::Rejected);
-    }
-    if (r.drop_ack || vanish_next_answer) {
-      if (!r.drop_ack) vanish_next_answer = false;
-      return infra::read_post(std::move(ex), infra::TransportOutcome::AckUnknown, "POST /effects");
-    }
-    return posted(std::move(ex), 200, protocol::post_json(request, result.delivery, result.state, boot_id, mode_),
-                  infra::TransportOutcome::AckReceived);
+    return infra::read_post(unreport(posted), *posted.outcome, "POST /effects");
   }
 
   infra::StatusExchange status(const std::string& operation_id, std::int64_t t) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
-    const auto headers = protocol::logical_time_headers(t);
-    auto ex = infra::sent("GET", "/status/" + operation_id, headers);
-    const auto request = parse_or_throw(protocol::parse_status_request(operation_id, {headers.begin(), headers.end()}));
-    return infra::read_status(answered(std::move(ex), 200,
-                                       protocol::snapshot_json(operation_id, request.evaluation_time_s,
-                                                               store_->read(operation_id), boot_id, mode_)),
-                              "GET /status");
+    return infra::read_status(unreport(engine_.status(operation_id, t)), "GET /status");
   }
 
   infra::HealthExchange health() override {
     nlohmann::json body = {
-        {"status", "ok"}, {"boot_id", boot_id}, {"idempotency_mode", protocol::dedupe_mode_name(mode_)}};
+        {"status", "ok"}, {"boot_id", boot_id}, {"idempotency_mode", protocol::dedupe_mode_name(mode())}};
     for (const auto& field : unreported) body.erase(field);
     return infra::read_health(body, "GET /health");
   }
 
   infra::GcExchange gc(const std::string& operation_id, std::int64_t t) override {
     if (fail_everything) throw InfrastructureError("fake remote is down");
-    const auto headers = protocol::logical_time_headers(t);
-    auto ex = infra::sent("POST", "/maintenance/gc/" + operation_id, headers);
-    const auto request = parse_or_throw(protocol::parse_gc_request(operation_id, {headers.begin(), headers.end()}));
-    return infra::read_gc(answered(std::move(ex), 200, protocol::gc_json(request, store_->gc(request))),
-                          "POST /maintenance/gc");
+    return engine_.gc(operation_id, t);
   }
 
  private:
-  static constexpr std::int64_t kDefaultTtlS = 60;
-
-  // The service's own store on a file of this fake's (synchronous NORMAL:
-  // nothing here needs power-loss durability).
-  void open() {
-    store_.reset();
-    store_ = std::make_unique<protocol::Store>(dir_.path() / "remote.sqlite3", protocol::SyncMode::normal, mode_);
-  }
-
-  template <typename T>
-  static T parse_or_throw(const protocol::Parsed<T>& parsed) {
-    if (const auto* error = std::get_if<protocol::RequestError>(&parsed)) {
-      throw InfrastructureError("fake remote answered " + std::to_string(error->http_status) + ": " +
-                                error->to_json().dump());
+  // The exchange with the unreported fields taken out of its answer.
+  infra::HttpExchange unreport(infra::HttpExchange exchange) const {
+    if (exchange.response_body.is_object()) {
+      for (const auto& field : unreported) exchange.response_body.erase(field);
     }
-    return std::get<T>(parsed);
-  }
-
-  infra::HttpExchange answered(infra::HttpExchange ex, int http_status, nlohmann::json body) const {
-    for (const auto& field : unreported) body.erase(field);
-    ex.http_status = http_status;
-    ex.response_body = std::move(body);
-    return ex;
-  }
-  infra::PostExchange posted(infra::HttpExchange ex, int http_status, nlohmann::json body,
-                             infra::TransportOutcome outcome) const {
-    return infra::read_post(answered(std::move(ex), http_status, std::move(body)), outcome, "POST /effects");
+    return exchange;
   }
 
   TempDir dir_{"skewbench-fake-remote"};
-  protocol::DedupeMode mode_ = protocol::kDefaultDedupeMode;
-  std::unique_ptr<protocol::Store> store_;
+  infra::InProcessRemote engine_{{.state_file = dir_.path() / "remote.sqlite3",
+                                  .mode = protocol::kDefaultDedupeMode,
+                                  .boot_id = boot_id,
+                                  .default_ttl_s = 60}};
   int boots_ = 1;
 };
 
@@ -175,48 +133,7 @@ class FakeControl final : public steps::RemoteControl, public steps::DatabaseCon
   FakeRemote& remote_;
 };
 
-class FakeOutbox final : public infra::OutboxApi {
- public:
-  void declare_operation(const std::string& id, std::int64_t version) override {
-    rows_[id].business_state = infra::BusinessState::Absent;
-    rows_[id].business_version = version;
-  }
-  infra::OutboxRow commit_operation(const std::string& id, const std::string& key, std::int64_t ttl_s) override {
-    auto& row = rows_.at(id);
-    row.business_state = infra::BusinessState::Committed;
-    ++row.business_version;
-    row.idempotency_key = key;
-    row.ttl_s = ttl_s;
-    row.status = infra::OutboxStatus::Pending;
-    return read(id);
-  }
-  void record_attempt(const std::string& id, std::int64_t t) override {
-    auto& row = rows_.at(id);
-    ++row.delivery_attempts;
-    if (!row.key_created_at_s) {
-      row.key_created_at_s = t;
-      row.key_expires_at_s = t + row.ttl_s;
-    }
-  }
-  void record_outcome(const std::string& id, infra::TransportOutcome outcome, bool delivered, std::int64_t t) override {
-    auto& row = rows_.at(id);
-    row.last_transport_outcome = infra::to_string(outcome);
-    if (delivered) mark_delivered(id, t);
-  }
-  void mark_delivered(const std::string& id, std::int64_t t) override {
-    auto& row = rows_.at(id);
-    row.status = infra::OutboxStatus::Delivered;
-    if (!row.delivered_at_s) row.delivered_at_s = t;
-  }
-  void reconnect() override {}
-  infra::OutboxRow read(const std::string& id) override {
-    auto row = rows_.at(id);
-    row.operation_id = id;
-    return row;
-  }
-
- private:
-  std::map<std::string, infra::OutboxRow> rows_;
-};
+// The in-process engine's outbox: PgOutbox's contract, in memory.
+using FakeOutbox = infra::InProcessOutbox;
 
 }  // namespace skewbench::testing

@@ -12,7 +12,9 @@
 #   remote_effect/   includes common/ and remote_effect/
 #   skewbench/LAYER  includes common/, its own layer and the layers before it in
 #                    the order below; of remote_effect/ only the protocol
-#                    (protocol.hpp, answers.hpp) and, from runner on, the launcher; and evidence, published, artifacts, report and compare include no
+#                    (protocol.hpp, answers.hpp), the store in the in-process
+#                    engine (infra/in_process.cpp) and, from runner on, the
+#                    launcher; and evidence, published, artifacts, report and compare include no
 #                    infra adapter (they take plain descriptions instead)
 # The build enforces the order too (each layer's library sees only the headers
 # of the layers it links); this check names the file, line and include.
@@ -61,6 +63,9 @@ judge() {
   elif [[ $folder == remote_effect ]]; then
     if [[ $target == remote_effect/protocol.hpp || $target == remote_effect/answers.hpp ]]; then
       return
+    elif [[ $target == remote_effect/store.hpp ]]; then
+      [[ $file == skewbench/infra/in_process.cpp ]] ||
+        reason="only the in-process engine (infra/in_process.cpp) uses remote-effect's store"
     elif [[ $target != remote_effect/launcher.hpp ]]; then
       reason="the driver uses only the protocol and the launcher of remote-effect, never the service"
     elif ((rank[$layer] < rank[runner])); then

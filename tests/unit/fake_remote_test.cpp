@@ -80,3 +80,56 @@ TEST_CASE("the fake refuses a request the service would refuse, as the driver's 
   testing::FakeRemote remote;
   CHECK_THROWS_AS(remote.post_effect(post("op\x01", "k", 0)), InfrastructureError);  // a control character
 }
+
+TEST_CASE("the in-process remote in memory answers as the one on a file, and a cleared one starts afresh") {
+  testing::FakeRemote on_file;
+  infra::InProcessRemote in_memory(
+      {.state_file = std::nullopt, .mode = re::kDefaultDedupeMode, .boot_id = on_file.boot_id, .default_ttl_s = 60});
+  for (infra::RemoteApi* remote :
+       {static_cast<infra::RemoteApi*>(&on_file), static_cast<infra::RemoteApi*>(&in_memory)}) {
+    auto lost = post("op-1", "k", 0);
+    lost.drop_ack = true;
+    CHECK(remote->post_effect(lost).transport_outcome() == infra::TransportOutcome::AckUnknown);
+    CHECK(remote->post_effect(post("op-1", "k", 30)).answer.delivery == re::Delivery::deduplicated);
+    CHECK(remote->gc("op-1", 60).answer.temporal_epoch_after == 2);
+  }
+  const auto a = on_file.status("op-1", 70);
+  const auto b = in_memory.status("op-1", 70);
+  CHECK(a.response_body == b.response_body);
+  CHECK(a.request == b.request);
+  CHECK_THROWS_AS(in_memory.restart("again", re::kDefaultDedupeMode), std::logic_error);
+  in_memory.clear();
+  CHECK(in_memory.status("op-1", 70).answer.effect_count == 0);
+  CHECK(in_memory.health().answer.temporal_epoch == re::kFirstTemporalEpoch);
+}
+
+TEST_CASE("the outbox double keeps PgOutbox's one-row writes") {
+  infra::InProcessOutbox outbox;
+  CHECK_THROWS_AS(outbox.read("op-1"), InfrastructureError);
+  CHECK_THROWS_AS(outbox.commit_operation("op-1", "k", 60), InfrastructureError);  // not declared
+  outbox.declare_operation("op-1", 0);
+  CHECK_THROWS_AS(outbox.declare_operation("op-1", 0), InfrastructureError);
+  CHECK_THROWS_AS(outbox.record_attempt("op-1", 0), InfrastructureError);  // no outbox row yet
+  CHECK(outbox.read("op-1").status == infra::OutboxStatus::Absent);
+  const auto committed = outbox.commit_operation("op-1", "k", 60);
+  CHECK(committed.business_state == infra::BusinessState::Committed);
+  CHECK(committed.business_version == 1);
+  CHECK(committed.status == infra::OutboxStatus::Pending);
+  CHECK_THROWS_AS(outbox.commit_operation("op-1", "k", 60), InfrastructureError);  // already committed
+  outbox.record_attempt("op-1", 10);
+  outbox.record_attempt("op-1", 20);
+  outbox.record_outcome("op-1", infra::TransportOutcome::AckUnknown, false, 20);
+  auto row = outbox.read("op-1");
+  CHECK(row.delivery_attempts == 2);
+  CHECK(row.key_created_at_s == 10);
+  CHECK(row.key_expires_at_s == 70);
+  CHECK(row.last_transport_outcome == "ACK_UNKNOWN");
+  CHECK(row.status == infra::OutboxStatus::Pending);
+  outbox.mark_delivered("op-1", 30);
+  outbox.record_outcome("op-1", infra::TransportOutcome::AckReceived, true, 40);
+  row = outbox.read("op-1");
+  CHECK(row.status == infra::OutboxStatus::Delivered);
+  CHECK(row.delivered_at_s == 30);
+  outbox.clear();
+  CHECK_THROWS_AS(outbox.read("op-1"), InfrastructureError);
+}

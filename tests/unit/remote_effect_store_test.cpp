@@ -156,6 +156,51 @@ TEST_CASE("the store keeps its state across a reopen of the same file") {
   CHECK(reopened.post(post("op-1", "key-1", 105)).delivery == re::Delivery::deduplicated);
 }
 
+TEST_CASE("the store in memory judges as the file does and writes no file") {
+  skewbench::TempDir dir("re-store");
+  for (const auto mode : {re::DedupeMode::durable, re::DedupeMode::volatile_}) {
+    re::Store on_file(dir.path() / (std::string(re::dedupe_mode_name(mode)) + ".db"), re::SyncMode::normal, mode);
+    re::Store in_memory(re::Store::InMemory{}, mode);
+    for (auto* store : {&on_file, &in_memory}) {
+      CHECK(store->post(post("op-1", "key-1", 100)).delivery == re::Delivery::applied);
+      CHECK(store->post(post("op-1", "key-1", 105)).delivery == re::Delivery::deduplicated);
+      CHECK(store->post(post("op-2", "key-1", 105)).delivery == re::Delivery::refused_other_operation);
+      CHECK(store->post(post("op-1", "key-1", 110)).delivery == re::Delivery::applied);  // expired at 110
+      CHECK(store->gc(re::GcRequest{.operation_id = "op-1", .logical_time_s = 200}).temporal_epoch_after == 2);
+    }
+    const auto a = on_file.read("op-1");
+    const auto b = in_memory.read("op-1");
+    CHECK(a.effects.size() == b.effects.size());
+    CHECK(a.records.size() == b.records.size());
+    CHECK(a.post_requests == b.post_requests);
+    CHECK(a.temporal_epoch == b.temporal_epoch);
+    CHECK(on_file.totals().durable_idempotency_records == in_memory.totals().durable_idempotency_records);
+  }
+  CHECK_FALSE(std::filesystem::exists(":memory:"));
+}
+
+TEST_CASE("a cleared store holds what a new file holds") {
+  for (const auto mode : {re::DedupeMode::durable, re::DedupeMode::volatile_}) {
+    re::Store store(re::Store::InMemory{}, mode);
+    store.post(post("op-1", "key-1", 100));
+    store.post(post("op-1", "key-1", 105, 10, "", true));
+    store.gc(re::GcRequest{.operation_id = "op-1", .logical_time_s = 200});
+    CHECK(store.totals().temporal_epoch == 2);
+    store.post(post("op-1", "key-1", 300));
+    store.clear();
+    const auto state = store.read("op-1");
+    CHECK(state.effects.empty());
+    CHECK(state.records.empty());
+    CHECK(state.post_requests == 0);
+    CHECK(state.ack_drops == 0);
+    CHECK(state.temporal_epoch == re::kFirstTemporalEpoch);
+    CHECK(store.totals().durable_idempotency_records == 0);
+    // The key is free again, and effect ids start again at 1.
+    CHECK(store.post(post("op-2", "key-1", 300)).delivery == re::Delivery::applied);
+    CHECK(store.read("op-2").effects.at(0).effect_id == 1);
+  }
+}
+
 TEST_CASE("the store refuses a file that is not a SQLite database, naming it") {
   skewbench::TempDir dir("re-store");
   const auto path = dir.path() / "garbage.db";
