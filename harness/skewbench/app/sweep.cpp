@@ -38,8 +38,8 @@ fs::path base_scenario_path(const fs::path& grid_path, const sweep::Grid& grid) 
 }
 
 // Throws naming why the sweep summarised in DIR is not one of this very grid,
-// base scenario and shard.
-void check_same_sweep(const fs::path& dir, const SweepPlan& plan) {
+// base scenario, shard and engine.
+void check_same_sweep(const fs::path& dir, const SweepPlan& plan, infra::Engine wanted_engine) {
   const auto summary = sweep::read_sweep_summary(dir);
   const auto where = (dir / "sweep.json").string();
   const auto identity = summary.at("grid").at("identity_digest");
@@ -54,13 +54,19 @@ void check_same_sweep(const fs::path& dir, const SweepPlan& plan) {
   if (summary.at("shard") != wanted_shard) {
     throw std::runtime_error(where + " is shard " + summary["shard"].dump() + ", not " + wanted_shard.dump());
   }
+  if (const auto engine = evidence::recorded_engine(summary); engine != wanted_engine) {
+    throw std::runtime_error(where + " ran on the " + std::string(to_string(engine)) + " engine, not the " +
+                             std::string(to_string(wanted_engine)) +
+                             " one: one sweep's cells all come from one engine");
+  }
 }
 
 // --resume: DIR must hold a sweep of this very grid, base scenario and shard.
 // Returns its finished cells, or says why not and returns nullptr.
-std::unique_ptr<sweep::PreviousCells> cells_to_resume(const fs::path& dir, const SweepPlan& plan, Observer& observer) {
+std::unique_ptr<sweep::PreviousCells> cells_to_resume(const fs::path& dir, const SweepPlan& plan, infra::Engine engine,
+                                                      Observer& observer) {
   try {
-    check_same_sweep(dir, plan);
+    check_same_sweep(dir, plan, engine);
     auto previous = std::make_unique<sweep::PreviousCells>((dir / kCellsFile).string(), plan.grid.cell_count());
     if (const auto torn = previous->dropped_torn_line()) {
       observer.say((dir / kCellsFile).string() + ":" + std::to_string(*torn) +
@@ -113,6 +119,38 @@ SweepEnvironment describe_sweep_environment(const SweepRequest& request, runner:
   return described;
 }
 
+// The services the cells run on: the real stack's session (one remote-effect
+// per job), or none on the in-process engine, whose workers each make their
+// own remote and outbox.
+struct CellServices {
+  std::unique_ptr<runner::Session> session;
+  SweepEnvironment env;
+};
+
+CellServices open_cell_services(const SweepRequest& request, const scenario::Scenario& base, unsigned jobs,
+                                const std::string& run_id) {
+  const auto dedupe_mode = base.dedupe_mode.value_or(remote_effect::kDefaultDedupeMode);
+  if (request.services.engine == infra::Engine::in_process) {
+    // The remote each worker makes, as its /health describes it.
+    infra::InProcessRemote remote(
+        {.state_file = std::nullopt, .mode = dedupe_mode, .boot_id = "in-process-" + run_id, .default_ttl_s = 60});
+    const auto env = evidence::describe_in_process_environment(run_id, remote.health().body);
+    auto described = SweepEnvironment{.environment = env.to_json(), .warnings = env.warnings};
+    described.environment["remote_effect"]["instances"] = jobs;
+    return {.session = nullptr, .env = std::move(described)};
+  }
+  // Every cell shares the base scenario's dedupe mode (no axis may vary it).
+  // A started remote-effect runs once per job (docs/sweeps.md, "Isolation").
+  auto services = request.services;
+  services.remote_instances = jobs;
+  services.durability = services.durability.value_or(runner::Durability::throwaway);
+  auto session = std::make_unique<runner::Session>(
+      runner::SessionOptions{.services = services, .run_id = run_id, .dedupe_mode = base.dedupe_mode});
+  auto env = describe_sweep_environment(request, *session, run_id);
+  session->close_connections();  // the workers open their own
+  return {.session = std::move(session), .env = std::move(env)};
+}
+
 std::string sweep_start_line(const SweepPlan& plan, unsigned jobs, const sweep::PreviousCells* previous) {
   auto line = sweep::sweep_name(plan.grid.id(), plan.shard) + ": " +
               std::to_string(plan.shard.size_of(plan.grid.cell_count())) + " of " +
@@ -128,12 +166,15 @@ int sweep_exit_code(const sweep::SweepOutcome& outcome) {
                                : exit_code::kPass;
 }
 
-// The workers' settings: one database, one remote per job.
-sweep::SweepSettings cell_settings(const SweepRequest& request, const SweepPlan& plan, runner::Session& session,
-                                   const std::string& run_id, unsigned jobs, const std::atomic<bool>& stop,
-                                   sweep::PreviousCells* previous) {
-  return {.database_url = session.stack().database_url(),
-          .remote_urls = session.stack().remote_urls(),
+// The workers' settings: one database, one remote per job; or the in-process
+// engine, in the base scenario's dedupe mode.
+sweep::SweepSettings cell_settings(const SweepRequest& request, const SweepPlan& plan, const scenario::Scenario& base,
+                                   runner::Session* session, const std::string& run_id, unsigned jobs,
+                                   const std::atomic<bool>& stop, sweep::PreviousCells* previous) {
+  return {.engine = request.services.engine,
+          .dedupe_mode = base.dedupe_mode.value_or(remote_effect::kDefaultDedupeMode),
+          .database_url = session ? session->stack().database_url() : std::string(),
+          .remote_urls = session ? session->stack().remote_urls() : std::vector<std::string>(),
           .remote_control = nullptr,
           .run_id = run_id,
           .jobs = jobs,
@@ -161,14 +202,8 @@ SweepResult sweep_in_session(const SweepRequest& request, const SweepRun& run, c
                              Observer& observer) {
   observer.entering(Phase::services);
   const auto run_id = runner::new_run_id();
-  // Every cell shares the base scenario's dedupe mode (no axis may vary it).
-  // A started remote-effect runs once per job (docs/sweeps.md, "Isolation").
-  auto services = request.services;
-  services.remote_instances = run.jobs;
-  services.durability = services.durability.value_or(runner::Durability::throwaway);
-  runner::Session session({.services = services, .run_id = run_id, .dedupe_mode = run.base.dedupe_mode});
-  auto env = describe_sweep_environment(request, session, run_id);
-  session.close_connections();  // the workers open their own
+  auto services = open_cell_services(request, run.base, run.jobs, run_id);
+  auto& env = services.env;
   if (run.previous) {
     run.out.remove_previous({kCellsFile, "sweep.json"});  // an old report no longer matches
   } else {
@@ -178,7 +213,9 @@ SweepResult sweep_in_session(const SweepRequest& request, const SweepRun& run, c
   observer.entering(Phase::cells);
   SweepResult result;
   result.cells = sweep::run_cells(
-      run.plan.grid, cell_settings(request, run.plan, session, run_id, run.jobs, stop, run.previous), run.out.path());
+      run.plan.grid,
+      cell_settings(request, run.plan, run.base, services.session.get(), run_id, run.jobs, stop, run.previous),
+      run.out.path());
   if (run.previous) fs::rename(run.out.path() / kResumeCellsFile, run.out.path() / kCellsFile);
   env.environment["finished_at_utc"] = evidence::utc_now_iso8601();
   observer.entering(Phase::evidence);
@@ -320,7 +357,8 @@ SweepResult sweep(const SweepRequest& request, const std::atomic<bool>& stop, Ob
                                    observer);
   if (!out) return usage_error();
   std::unique_ptr<sweep::PreviousCells> previous;
-  if (request.resume && !(previous = cells_to_resume(out->path(), *plan, observer))) return usage_error();
+  if (request.resume && !(previous = cells_to_resume(out->path(), *plan, request.services.engine, observer)))
+    return usage_error();
   return run_sweep_cells(request,
                          {.plan = *plan, .base = base.front(), .out = *out, .previous = previous.get(), .jobs = jobs},
                          stop, observer);

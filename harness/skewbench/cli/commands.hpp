@@ -70,6 +70,7 @@ struct CompareArgs {
   std::string candidate;
   OutputFormat format = OutputFormat::Text;
   std::size_t limit = 500;           // changed rows shown; 0 = all
+  bool across_engines = false;       // --across-engines: an in-process side against a real one
   std::optional<std::string> junit;  // --junit FILE
   bool github = false;               // --github
 };

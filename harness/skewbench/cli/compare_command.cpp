@@ -38,7 +38,8 @@ void report_to_github(const compare::Comparison& comparison) {
 int compare_results(const CompareArgs& args) {
   compare::Comparison comparison;
   try {
-    comparison = compare::compare_dirs(args.base, args.candidate, {.limit = args.limit});
+    comparison =
+        compare::compare_dirs(args.base, args.candidate, {.limit = args.limit, .across_engines = args.across_engines});
   } catch (const compare::CannotCompare& e) {
     std::cerr << "skewbench: cannot compare: " << e.what() << "\n";
     if (github_actions(args.github)) {
@@ -65,7 +66,9 @@ int compare_results(const CompareArgs& args) {
   const bool github = github_actions(args.github);
   if (github || args.junit) {
     // Every row, whatever --limit shows: a regression past it must not pass.
-    const auto all = args.limit == 0 ? comparison : compare::compare_dirs(args.base, args.candidate, {.limit = 0});
+    const auto all = args.limit == 0 ? comparison
+                                     : compare::compare_dirs(args.base, args.candidate,
+                                                             {.limit = 0, .across_engines = args.across_engines});
     if (github) report_to_github(all);
     if (!write_junit_file(args.junit, compare_suites(all)) && comparison.exit_code() == exit_code::kPass) {
       return exit_code::kInfrastructure;

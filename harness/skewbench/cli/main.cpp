@@ -157,6 +157,18 @@ void add_clock_options(CLI::App* command, cli::ServiceArgs& services) {
       ->check(CLI::IsMember(skewbench::infra::kAckLosses.names()));
 }
 
+// What runs the scenarios (docs/engines.md).
+void add_engine_option(CLI::App* command, cli::ServiceArgs& services) {
+  command
+      ->add_option_function<std::string>(
+          "--engine",
+          [&services](const std::string& name) { services.engine = *skewbench::infra::kEngines.parse(name); },
+          "real (PostgreSQL and remote-effect processes over HTTP; default) or in-process (remote-effect's rules "
+          "and store in memory and an outbox double, in this process: fast, evidence marked in-process; "
+          "docs/engines.md)")
+      ->check(CLI::IsMember(skewbench::infra::kEngines.names()));
+}
+
 CLI::App* add_run(CLI::App& app, cli::RunArgs& run) {
   auto* command = app.add_subcommand("run", "run scenario files against PostgreSQL and remote-effect");
   command->add_option("paths", run.paths, "scenario files or directories of them (default: scenarios/)");
@@ -185,13 +197,14 @@ CLI::App* add_validate(CLI::App& app, std::vector<std::string>& validate_paths) 
 }
 
 CLI::App* add_sweep(CLI::App& app, cli::SweepArgs& sweep) {
-  auto* command = app.add_subcommand("sweep", "run every cell of a parameter grid on the real stack");
+  auto* command = app.add_subcommand("sweep", "run every cell of a parameter grid");
   command->add_option("grid", sweep.grid_path, "grid file (see docs/sweeps.md)")->required();
   command->add_option("--out", sweep.out_dir, "directory for cells.jsonl and sweep.json");
   command->add_option("--jobs,-j", sweep.jobs, "parallel workers, at most 32 (default: the number of cores)")
       ->check(CLI::Range(0, 32));
   command->add_option("--shard", sweep.shard, "run only slice I of N (cells with index % N == I-1), e.g. 1/2");
   command->add_flag("--dry-run", sweep.dry_run, "print the cells per policy and exit; nothing starts");
+  add_engine_option(command, sweep.services);
   add_service_options(command, sweep.services);
   command
       ->add_option("--max-unreachable-s", sweep.max_unreachable_s,
@@ -284,6 +297,9 @@ CLI::App* add_compare(CLI::App& app, cli::CompareArgs& compare) {
   command->add_option("candidate", compare.candidate, "the candidate run or sweep directory")->required();
   add_format_option(command, compare.format, {"text", "markdown", "json"}, "text, markdown or json");
   command->add_option("--limit", compare.limit, "show at most this many rows (default 500; 0 = all)");
+  command->add_flag("--across-engines", compare.across_engines,
+                    "compare a run or sweep of the in-process engine with one of the real stack (refused without it; "
+                    "docs/engines.md)");
   add_ci_options(command, compare.junit, compare.github);
   command->footer(footer("skewbench compare evidence/main evidence/branch --format markdown",
                          "  0    no new CONFLICT and nothing missing\n"

@@ -115,6 +115,31 @@ json read_run(const fs::path& dir, Side& side, const char* side_name) {
   return summary;
 }
 
+// An in-process run is never taken for the real stack's: comparing the two
+// needs --across-engines, and then says so.
+void check_engines(const json& base, const json& cand, const fs::path& base_dir, const fs::path& cand_dir,
+                   const Options& options, std::vector<std::string>& notes) {
+  infra::Engine base_engine{};
+  infra::Engine cand_engine{};
+  try {
+    base_engine = evidence::recorded_engine(base);
+  } catch (const std::runtime_error& e) {
+    throw CannotCompare(named("base", base_dir) + ": " + e.what());
+  }
+  try {
+    cand_engine = evidence::recorded_engine(cand);
+  } catch (const std::runtime_error& e) {
+    throw CannotCompare(named("candidate", cand_dir) + ": " + e.what());
+  }
+  if (base_engine == cand_engine) return;
+  const auto both = named("base", base_dir) + " ran on the " + std::string(to_string(base_engine)) + " engine, " +
+                    named("candidate", cand_dir) + " on the " + std::string(to_string(cand_engine)) + " engine";
+  if (!options.across_engines) {
+    throw CannotCompare(both + "; pass --across-engines to compare them anyway (docs/engines.md)");
+  }
+  notes.push_back(both + " (--across-engines)");
+}
+
 void compare_runs(Comparison& c, const fs::path& base_dir, const fs::path& cand_dir, const Options& options) {
   const auto base = read_run(base_dir, c.base, "base");
   const auto cand = read_run(cand_dir, c.candidate, "candidate");
@@ -123,6 +148,7 @@ void compare_runs(Comparison& c, const fs::path& base_dir, const fs::path& cand_
                         named("base", base_dir) + ", " + text::cell(cand.value("schema_version", json())) + " in " +
                         named("candidate", cand_dir));
   }
+  check_engines(base, cand, base_dir, cand_dir, options, c.notes);
   std::map<std::string, std::pair<const json*, const json*>> rows;
   for (const auto& r : base["scenarios"]) rows[r["id"].get<std::string>()].first = &r;
   for (const auto& r : cand["scenarios"]) rows[r["id"].get<std::string>()].second = &r;
@@ -294,6 +320,7 @@ void compare_sweeps(Comparison& c, const fs::path& base_dir, const fs::path& can
                         named("base", base_dir) + ", " + text::cell(cand.value("schema_version", json())) + " in " +
                         named("candidate", cand_dir));
   }
+  check_engines(base, cand, base_dir, cand_dir, options, c.notes);
   check_grids(base, cand, base_dir, cand_dir, c.notes);
   if (base.value("base_scenario_digest", json()) != cand.value("base_scenario_digest", json())) {
     c.notes.push_back("the base scenarios differ; cells are matched by policy and axis values");

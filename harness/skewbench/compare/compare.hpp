@@ -87,6 +87,9 @@ struct Comparison {
 
 struct Options {
   std::size_t limit = 500;  // rows kept; 0 = all (the counts are always complete)
+  // Compare a run or sweep of the in-process engine with one of the real stack
+  // (--across-engines); without it that is CannotCompare.
+  bool across_engines = false;
 };
 
 // Reads BASE and CANDIDATE (two run or two sweep directories), recomputes

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <iomanip>
 #include <sstream>
+#include <stdexcept>
 
 #include <skewbench/build_info.hpp>
 
@@ -96,8 +97,42 @@ RunEnvironment describe_environment(const std::string& run_id, const runner::Ser
   return env;
 }
 
+RunEnvironment describe_in_process_environment(const std::string& run_id, const json& remote_health) {
+  RunEnvironment env;
+  env.run_id = run_id;
+  env.engine = std::string(to_string(infra::Engine::in_process));
+  env.started_at_utc = utc_now_iso8601();
+  env.postgresql = nullptr;
+  env.remote_effect = {{"url", nullptr}, {"embedded", true}, {"command", nullptr}};
+  for (const char* field : {"service", "boot_id", "version", "git_commit", "sqlite_version", "sync",
+                            "default_ttl_seconds", "idempotency_mode"}) {
+    env.remote_effect[field] = remote_health.value(field, json(nullptr));
+  }
+  env.timeouts = nullptr;
+  env.warnings = standard_warnings(kReferencePostgresMajor);
+  env.warnings.push_back(
+      "ran on the in-process engine: remote-effect's rules and an outbox double in one process, no PostgreSQL, "
+      "no remote-effect process, no network (docs/engines.md); not evidence of the real stack");
+  return env;
+}
+
+infra::Engine recorded_engine(const json& summary) {
+  const json* named = nullptr;
+  if (summary.is_object() && summary.contains("engine")) {
+    named = &summary["engine"];
+  } else if (summary.is_object() && summary.contains("environment") && summary["environment"].is_object() &&
+             summary["environment"].contains("engine")) {
+    named = &summary["environment"]["engine"];
+  }
+  if (!named) return infra::Engine::real;
+  const auto engine = named->is_string() ? infra::kEngines.parse(named->get<std::string>()) : std::nullopt;
+  if (!engine) throw std::runtime_error("engine " + named->dump() + " is none this build knows (real, in-process)");
+  return *engine;
+}
+
 json RunEnvironment::to_json() const {
   return {{"run_id", run_id},
+          {"engine", engine},
           {"harness", harness_json()},
           {"postgresql", postgresql},
           {"remote_effect", remote_effect},

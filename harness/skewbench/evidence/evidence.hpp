@@ -14,6 +14,7 @@
 
 #include "common/host.hpp"
 #include "infra/database_description.hpp"
+#include "infra/in_process.hpp"
 #include "runner/runner.hpp"
 #include "runner/session.hpp"
 #include "scenario/scenario.hpp"
@@ -31,6 +32,9 @@ inline constexpr int kReferencePostgresMajor = 17;
 // Where and with what a run happened. Nothing here enters a core digest.
 struct RunEnvironment {
   std::string run_id;
+  // What ran the scenarios: "real" (PostgreSQL and remote-effect processes)
+  // or "in-process" (docs/engines.md).
+  std::string engine = std::string(to_string(infra::Engine::real));
   // server_version, server_version_num, url, embedded, and for a started
   // cluster the binaries it ran on: bin_dir, source, binaries_version.
   nlohmann::json postgresql = nlohmann::json::object();
@@ -60,6 +64,16 @@ nlohmann::json harness_json();
 // database), and what remote-effect's /health says of itself. Also sets the
 // standard warnings and the start time.
 RunEnvironment describe_environment(const std::string& run_id, const runner::ServicesDescription& services);
+
+// The same for the in-process engine: no PostgreSQL (null), and the remote as
+// the in-process remote's /health describes itself.
+RunEnvironment describe_in_process_environment(const std::string& run_id, const nlohmann::json& remote_health);
+
+// The engine a run's summary.json or a sweep's sweep.json records ("engine",
+// then environment.engine); a file from before engines were recorded is of
+// the real stack. Throws std::runtime_error for an engine this build does
+// not know.
+infra::Engine recorded_engine(const nlohmann::json& summary);
 
 // Warnings every artifact must show: a Debug build, a PostgreSQL major other
 // than the reference one.

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <stdexcept>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "common/text.hpp"
@@ -150,7 +151,39 @@ ScenarioResult never_ran(const scenario::Scenario& scenario, const std::string& 
   return r;
 }
 
+namespace {
+
+// The options the in-process engine has no use for: each names a service it
+// does not start, or a fault it does not model (docs/engines.md).
+std::optional<std::string> in_process_problem(const StackOptions& services) {
+  std::vector<std::string> given;
+  const auto note = [&given](bool is_given, const char* what) {
+    if (is_given) given.emplace_back(what);
+  };
+  note(services.database_url.has_value(), "--database-url");
+  note(services.postgres_bin.has_value(), "--postgres-bin");
+  note(services.remote_url.has_value(), "--remote-url");
+  note(services.remote_effect_binary.has_value(), "--remote-effect-bin");
+  note(services.remote_command.has_value(), "--remote-command");
+  note(services.remote_port.has_value(), "--remote-port");
+  note(services.remote_sync.has_value(), "--remote-sync");
+  note(services.durability.has_value(), "--durability");
+  note(services.clock_mode == ClockMode::real, "--clock-mode real (a process's own clock)");
+  note(services.libfaketime.has_value(), "--libfaketime");
+  note(services.ack_loss == infra::AckLoss::proxy, "--ack-loss proxy (the fault proxy)");
+  note(!services.target.is_null() || services.own_wire.has_value() || services.store.has_value(),
+       "--target (a service of its own)");
+  if (given.empty()) return std::nullopt;
+  return "--engine in-process runs remote-effect's rules and an outbox double in this process and starts no "
+         "service, so it takes no " +
+         text::join(given, ", ") + " (docs/engines.md); drop " + (given.size() == 1 ? "it" : "them") +
+         ", or use --engine real";
+}
+
+}  // namespace
+
 std::optional<std::string> service_options_problem(const StackOptions& services) {
+  if (services.engine == infra::Engine::in_process) return in_process_problem(services);
   if (services.clock_mode == ClockMode::real) {
     if (services.remote_url) {
       return "--clock-mode real drives the clock of a service skewbench starts; drop --remote-url (or give "

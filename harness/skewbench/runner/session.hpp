@@ -107,7 +107,9 @@ class Session final : public ServiceInstances {
 
 // What is wrong with the service options, found before anything starts:
 // --postgres-bin without the server binaries, a remote-effect binary that
-// cannot be found, or a --remote-url that does not parse. Nothing when usable.
+// cannot be found, or a --remote-url that does not parse; with the in-process
+// engine, any option that names or configures a service, a real clock, ack
+// loss by the fault proxy, or a target. Nothing when usable.
 std::optional<std::string> service_options_problem(const StackOptions& services);
 
 // Against a running remote (--remote-url), a scenario that declares a dedupe

@@ -20,6 +20,7 @@
 #include "common/vocabulary.hpp"
 #include "infra/effect_sink.hpp"
 #include "infra/http_remote.hpp"
+#include "infra/in_process.hpp"
 #include "infra/own_wire_remote.hpp"
 #include "infra/ports.hpp"
 #include "infra/store_process.hpp"
@@ -62,6 +63,10 @@ inline constexpr auto kClockModes = vocabulary<ClockMode>({{ClockMode::logical, 
 constexpr std::string_view to_string(ClockMode mode) { return kClockModes.name(mode); }
 
 struct StackOptions {
+  // --engine: the real stack (the default), or the in-process engine, which
+  // starts and reaches no service and takes none of the options below that
+  // name or configure one (docs/engines.md).
+  infra::Engine engine = infra::Engine::real;
   std::optional<std::string> database_url;  // external PostgreSQL, or start one
   std::optional<std::string> remote_url;    // external remote-effect, or start one
   std::optional<std::string> remote_effect_binary = std::nullopt;

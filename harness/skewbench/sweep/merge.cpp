@@ -4,6 +4,7 @@
 
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
+#include "evidence/evidence.hpp"
 #include "sweep/cells.hpp"
 #include "sweep/sweep_summary.hpp"
 
@@ -61,6 +62,11 @@ void ShardMerge::check_shard(std::size_t i, std::vector<bool>& seen) const {
   if (s["grid"]["identity_digest"] != first["grid"]["identity_digest"] ||
       s["base_scenario_digest"] != first["base_scenario_digest"]) {
     throw MergeError(where + " is a shard of a different grid or base scenario");
+  }
+  if (evidence::recorded_engine(s) != evidence::recorded_engine(first)) {
+    throw MergeError(where + " ran on the " + std::string(to_string(evidence::recorded_engine(s))) +
+                     " engine and the first shard on the " + std::string(to_string(evidence::recorded_engine(first))) +
+                     " one: a sweep's cells all come from one engine");
   }
   const auto index = index_of_shard(s);
   const auto n = shards_cut_into(s);

@@ -138,7 +138,8 @@ class ReorderBuffer {
 
 // One worker's connections to both services, and the way back to them after
 // a fault: reconnect with exponential backoff until both answer, or give up
-// once they have been unreachable for the sweep's limit.
+// once they have been unreachable for the sweep's limit. On the in-process
+// engine, the worker's own remote and outbox, which always connect.
 class WorkerConnections {
  public:
   WorkerConnections(const SweepSettings& settings, std::string remote_url)
@@ -152,6 +153,17 @@ class WorkerConnections {
     runner_.reset();
     remote_.reset();
     outbox_.reset();
+    in_process_remote_ = nullptr;
+    in_process_outbox_ = nullptr;
+  }
+
+  // Before a cell: the in-process engine's store and outbox are emptied, so
+  // that every cell starts as on a fresh service and memory stays flat
+  // however many cells run. The real stack keeps its state (its cells'
+  // operations are namespaced).
+  void start_cell() {
+    if (in_process_remote_) in_process_remote_->clear();
+    if (in_process_outbox_) in_process_outbox_->clear();
   }
 
   // Returns false when the services stayed unreachable past the limit, or
@@ -183,8 +195,21 @@ class WorkerConnections {
   bool try_connect() {
     drop();
     try {
-      outbox_ = std::make_unique<infra::PgOutbox>(settings_.database_url, settings_.run_id, settings_.db_timeouts);
-      remote_ = std::make_unique<infra::HttpRemote>(remote_url_, settings_.http_limits);
+      if (settings_.engine == infra::Engine::in_process) {
+        auto remote = std::make_unique<infra::InProcessRemote>(
+            infra::InProcessRemote::Options{.state_file = std::nullopt,
+                                            .mode = settings_.dedupe_mode,
+                                            .boot_id = "in-process-" + settings_.run_id,
+                                            .default_ttl_s = 60});
+        auto outbox = std::make_unique<infra::InProcessOutbox>();
+        in_process_remote_ = remote.get();
+        in_process_outbox_ = outbox.get();
+        remote_ = std::move(remote);
+        outbox_ = std::move(outbox);
+      } else {
+        outbox_ = std::make_unique<infra::PgOutbox>(settings_.database_url, settings_.run_id, settings_.db_timeouts);
+        remote_ = std::make_unique<infra::HttpRemote>(remote_url_, settings_.http_limits);
+      }
       remote_->health();
     } catch (const std::exception& e) {
       last_error_ = e.what();
@@ -203,8 +228,10 @@ class WorkerConnections {
 
   const SweepSettings& settings_;
   std::string remote_url_;
-  std::unique_ptr<infra::PgOutbox> outbox_;
-  std::unique_ptr<infra::HttpRemote> remote_;
+  std::unique_ptr<infra::OutboxApi> outbox_;
+  std::unique_ptr<infra::RemoteApi> remote_;
+  infra::InProcessRemote* in_process_remote_ = nullptr;  // remote_, on the in-process engine
+  infra::InProcessOutbox* in_process_outbox_ = nullptr;  // outbox_, on the in-process engine
   std::unique_ptr<runner::ScenarioRunner> runner_;
   std::string last_error_;
 };
@@ -239,21 +266,23 @@ json Shard::to_json() const { return {{"index", index}, {"count", count}}; }
 
 json cell_record(const Grid& grid, const Cell& cell, const json& temporal_state, const json& decision,
                  const json& final_measurement, runner::Verdict verdict, const std::optional<std::string>& error,
-                 std::int64_t duration_us) {
+                 std::int64_t duration_us, infra::Engine engine) {
   const auto& entry = grid.policies()[cell.policy_index];
   const json f = final_measurement.is_object() ? final_measurement : json::object();
-  return {{"cell", cell.index},
-          {"policy", entry.label},
-          {"policy_name", entry.policy["name"]},
-          {"parameters", cell.parameters},
-          {"temporal_state", temporal_state},
-          {"decision", decision},
-          {"post_requests", f.value("post_requests", json(nullptr))},
-          {"effect_count", f.value("effect_count", json(nullptr))},
-          {"final_status", f.value("status", json(nullptr))},
-          {"verdict", verdict},
-          {"error", error ? json(*error) : json(nullptr)},
-          {"duration_us", duration_us}};
+  json record = {{"cell", cell.index},
+                 {"policy", entry.label},
+                 {"policy_name", entry.policy["name"]},
+                 {"parameters", cell.parameters},
+                 {"temporal_state", temporal_state},
+                 {"decision", decision},
+                 {"post_requests", f.value("post_requests", json(nullptr))},
+                 {"effect_count", f.value("effect_count", json(nullptr))},
+                 {"final_status", f.value("status", json(nullptr))},
+                 {"verdict", verdict},
+                 {"error", error ? json(*error) : json(nullptr)},
+                 {"duration_us", duration_us}};
+  if (engine != infra::Engine::real) record["engine"] = to_string(engine);
+  return record;
 }
 
 namespace {
@@ -285,20 +314,22 @@ void run_cell(SharedCells& shared, WorkerConnections& connections, std::uint64_t
   const auto cell = shared.grid.cell(shared.settings.shard.cell_at(k));
   const auto cell_started = Clock::now();
   const auto scenario = shared.grid.cell_scenario(cell);
+  connections.start_cell();
   auto r = connections.runner().run(scenario);
   evidence::hold_counts(scenario, r);
   // A cell that failed may have left its connections broken: start the next
   // cell on fresh ones.
   if (r.error) connections.drop();
   shared.buffer.push(k, cell_record(shared.grid, cell, r.temporal_state(), r.decision(), r.final_json(), r.verdict,
-                                    r.error, micros_since(cell_started)));
+                                    r.error, micros_since(cell_started), shared.settings.engine));
 }
 
 // One worker: takes cells in order until none is left or the sweep stops.
 void work(SharedCells& shared, unsigned worker) {
   const auto& urls = shared.settings.remote_urls;
-  if (urls.empty()) throw std::logic_error("a sweep needs at least one remote URL");
-  WorkerConnections connections(shared.settings, urls[worker % urls.size()]);
+  const bool in_process = shared.settings.engine == infra::Engine::in_process;
+  if (urls.empty() && !in_process) throw std::logic_error("a sweep needs at least one remote URL");
+  WorkerConnections connections(shared.settings, in_process ? std::string() : urls[worker % urls.size()]);
   for (;;) {
     if (!connections.ready() && !connections.reconnect([&shared] { return shared.stopping(); })) {
       if (!shared.stopping()) {

@@ -1,8 +1,9 @@
 #pragma once
 
-// Runs a grid's cells on the real stack with N parallel workers, each with its
-// own PostgreSQL and HTTP connections, and streams the records to cells.jsonl
-// in cell order.
+// Runs a grid's cells with N parallel workers, and streams the records to
+// cells.jsonl in cell order. On the real stack each worker has its own
+// PostgreSQL and HTTP connections; on the in-process engine its own remote
+// store in memory and outbox double, emptied before each cell.
 
 #include <atomic>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "infra/http_remote.hpp"
+#include "infra/in_process.hpp"
 #include "infra/pg_outbox.hpp"
 #include "steps/step.hpp"
 #include "sweep/cells.hpp"
@@ -35,6 +37,10 @@ struct Shard {
 };
 
 struct SweepSettings {
+  // What runs the cells. The in-process engine uses no URL, limit or timeout
+  // below, and runs its remote in dedupe_mode.
+  infra::Engine engine = infra::Engine::real;
+  remote_effect::DedupeMode dedupe_mode = remote_effect::kDefaultDedupeMode;
   std::string database_url;
   // Worker i talks to remote_urls[i % size]: one remote per job keeps cells
   // that run at once from sharing the remote's service-wide state.
@@ -76,10 +82,12 @@ struct SweepOutcome {
 // max_unreachable_s.
 SweepOutcome run_cells(const Grid& grid, const SweepSettings& settings, const std::filesystem::path& out_dir);
 
-// The record of one finished cell, as a cells.jsonl line.
+// The record of one finished cell, as a cells.jsonl line. A cell the
+// in-process engine ran says so ("engine": "in-process", in its core too);
+// a record without "engine" comes from the real stack.
 nlohmann::json cell_record(const Grid& grid, const Cell& cell, const nlohmann::json& temporal_state,
                            const nlohmann::json& decision, const nlohmann::json& final_measurement,
-                           scenario::Verdict verdict, const std::optional<std::string>& error,
-                           std::int64_t duration_us);
+                           scenario::Verdict verdict, const std::optional<std::string>& error, std::int64_t duration_us,
+                           infra::Engine engine = infra::Engine::real);
 
 }  // namespace skewbench::sweep

@@ -43,6 +43,7 @@ json sweep_summary(const Grid& grid, const Shard& shard, const SweepOutcome& out
                    const std::vector<std::string>& warnings, unsigned jobs) {
   return {{"schema_version", evidence::kSchemaVersion},
           {"kind", "sweep_summary"},
+          {"engine", environment.is_object() ? environment.value("engine", "real") : "real"},
           {"grid_id", grid.id()},
           {"grid", resolved_grid(grid)},
           {"grid_document", grid.document()},
