@@ -293,3 +293,28 @@ TEST_CASE("a short prefix of untrusted bytes is printable and says how much was 
   CHECK(text::short_prefix(std::string("a\nb\0\xff", 5)) == "a\\x0ab\\x00\\xff");
   CHECK(text::short_prefix(std::string(300, 'x'), 10) == std::string(10, 'x') + "... (300 bytes in all)");
 }
+
+TEST_CASE("ids and report_as names keep their pattern") {
+  const auto with_id = [](const std::string& id) {
+    auto doc = valid_document();
+    doc["id"] = id;
+    return error_path(doc);
+  };
+  for (const auto* id : {"a", "Z9", "0.a_b-c", "t-1"}) CHECK(with_id(id) == "(accepted)");
+  CHECK(with_id(std::string(64, 'x')) == "(accepted)");
+  for (const auto* id : {"", "-a", ".a", "_a", "a b", "a/b", "a:b", "é"}) {
+    INFO(id);
+    CHECK(with_id(id) == "$.id");
+  }
+  CHECK(with_id(std::string(65, 'x')) == "$.id");
+  const auto with_section = [](const std::string& name) {
+    auto doc = valid_document();
+    doc["report_as"] = name;
+    return error_path(doc);
+  };
+  for (const auto* name : {"unsafe", "018:unsafe", "015:a.b"}) CHECK(with_section(name) == "(accepted)");
+  for (const auto* name : {"", "18:unsafe", "0188:unsafe", "abc:unsafe", "018:", "018:-x", ":unsafe", "018:a:b"}) {
+    INFO(name);
+    CHECK(with_section(name) == "$.report_as");
+  }
+}

@@ -1,0 +1,241 @@
+// bench_engine: the in-process engine against the real stack, side by side.
+//
+// In one run:
+//   1. for each grid (default: the three shipped ones) and each job count
+//      (default 1 and 2), the grid's cells on the real stack (a throwaway
+//      PostgreSQL cluster and one remote-effect per job, as `skewbench sweep`
+//      starts them) and on the in-process engine, cells/s of each (the cells
+//      only: the services' start is not counted) and their ratio. Each engine
+//      runs the grid --repeats times, interleaved, and the median is shown. Every
+//      cell of every in-process run is compared with the real stack's (all of
+//      the record but its wall time, error text and engine): a difference is
+//      printed and makes the bench exit 1;
+//   2. the peak RSS of `skewbench sweep --engine in-process --jobs 2` as a
+//      process, on generated grids of growing cell counts (--rss-cells, up to
+//      1,000,000 and more), to show that memory stays flat.
+// It prints figures; it is not a pass/fail test of speed.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <skewbench/build_info.hpp>
+
+#include "common/files.hpp"
+#include "runner/runner.hpp"
+#include "runner/stack.hpp"
+#include "sweep/grid.hpp"
+#include "sweep/sweep_runner.hpp"
+
+using namespace skewbench;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Measured {
+  double cells_per_s = 0;
+  std::vector<json> records;  // as both engines must agree on them
+};
+
+std::vector<json> measured_records(const fs::path& cells_file) {
+  std::ifstream in(cells_file);
+  std::vector<json> out;
+  for (std::string line; std::getline(in, line);) {
+    auto record = json::parse(line);
+    record.erase("duration_us");
+    record.erase("error");
+    record.erase("engine");
+    out.push_back(std::move(record));
+  }
+  return out;
+}
+
+Measured run_grid(const sweep::Grid& grid, unsigned jobs, const runner::Stack* stack,
+                  remote_effect::DedupeMode dedupe_mode) {
+  TempDir out("skewbench-bench-engine");
+  sweep::SweepSettings settings;
+  settings.engine = stack ? infra::Engine::real : infra::Engine::in_process;
+  settings.dedupe_mode = dedupe_mode;
+  if (stack) {
+    settings.database_url = stack->database_url();
+    settings.remote_urls = stack->remote_urls();
+  }
+  settings.run_id = runner::new_run_id();
+  settings.jobs = jobs;
+  settings.progress = false;
+  const auto outcome = sweep::run_cells(grid, settings, out.path());
+  if (outcome.cells_done != grid.cell_count() || outcome.errors > 0) {
+    throw std::runtime_error(grid.id() + " on the " + std::string(to_string(settings.engine)) +
+                             " engine: " + std::to_string(outcome.cells_done) + " cells done, " +
+                             std::to_string(outcome.errors) + " ERROR");
+  }
+  return {.cells_per_s = static_cast<double>(outcome.cells_done) / outcome.duration_s,
+          .records = measured_records(out.path() / "cells.jsonl")};
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const auto n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Prints every cell the two engines disagree on; returns how many.
+std::size_t differences(const std::string& grid, const std::vector<json>& real, const std::vector<json>& in_process) {
+  std::size_t different = 0;
+  if (real.size() != in_process.size()) {
+    std::printf("  DIFFERENT %s: %zu cells on the real stack, %zu in-process\n", grid.c_str(), real.size(),
+                in_process.size());
+    return 1;
+  }
+  for (std::size_t i = 0; i < real.size(); ++i) {
+    if (real[i] == in_process[i]) continue;
+    if (++different <= 5) {
+      std::printf("  DIFFERENT %s cell %zu:\n    real       %s\n    in-process %s\n", grid.c_str(), i,
+                  real[i].dump().c_str(), in_process[i].dump().c_str());
+    }
+  }
+  return different;
+}
+
+// Returns the number of cells that differ between the engines.
+std::size_t bench_grids(const std::vector<std::string>& grid_paths, const std::vector<unsigned>& job_counts,
+                        int repeats) {
+  std::printf(
+      "\ncells/s of the cells (median of %d runs each, interleaved); every in-process cell compared with "
+      "the real stack's\n",
+      repeats);
+  std::printf("  %-28s %6s %5s %12s %14s %8s %10s\n", "grid", "cells", "jobs", "real", "in-process", "ratio",
+              "different");
+  std::fflush(stdout);
+  std::size_t total_different = 0;
+  for (const auto& path : grid_paths) {
+    const auto grid = sweep::Grid::load(path);
+    const auto base = grid.cell_scenario(grid.cell(0));
+    const auto mode = base.dedupe_mode.value_or(remote_effect::kDefaultDedupeMode);
+    for (const unsigned jobs : job_counts) {
+      runner::StackOptions options;
+      options.quiet = true;
+      options.remote_instances = jobs;
+      options.durability = runner::Durability::throwaway;  // a sweep's default
+      runner::Stack stack(options);
+      std::vector<double> real_rates;
+      std::vector<double> in_process_rates;
+      std::size_t different = 0;
+      std::vector<json> real_records;
+      for (int r = 0; r < repeats; ++r) {
+        auto real = run_grid(grid, jobs, &stack, mode);
+        auto in_process = run_grid(grid, jobs, nullptr, mode);
+        real_rates.push_back(real.cells_per_s);
+        in_process_rates.push_back(in_process.cells_per_s);
+        if (real_records.empty()) real_records = std::move(real.records);
+        different += differences(grid.id(), real_records, in_process.records);
+      }
+      const auto real_rate = median(real_rates);
+      const auto in_process_rate = median(in_process_rates);
+      std::printf("  %-28s %6llu %5u %12.1f %14.1f %7.0fx %10zu\n", grid.id().c_str(),
+                  static_cast<unsigned long long>(grid.cell_count()), jobs, real_rate, in_process_rate,
+                  in_process_rate / real_rate, different);
+      std::fflush(stdout);
+      total_different += different;
+    }
+  }
+  return total_different;
+}
+
+// The peak RSS of `skewbench sweep --engine in-process` as a process of its
+// own, on a generated grid of about n cells.
+void bench_rss(const std::string& skewbench_bin, const std::string& base_scenario, const std::vector<long>& cells) {
+  std::printf("\npeak RSS of skewbench sweep --engine in-process --jobs 2\n  %10s %12s %10s %12s\n", "cells",
+              "peak_rss_MiB", "seconds", "cells/s");
+  std::fflush(stdout);
+  for (const long n : cells) {
+    TempDir dir("skewbench-bench-engine-rss");
+    // Two axes (100 clock offsets x n/100 TTLs): the grid's own definition
+    // stays small, and the figure shows what running more cells costs.
+    const long ttls = std::max(1L, n / 100);
+    const json grid = {
+        {"id", "rss-" + std::to_string(n)},
+        {"description", "bench: 100 clock offsets x n/100 TTLs"},
+        {"base_scenario", base_scenario},
+        {"policies", json::array({{{"policy", {{"name", "node_local"}}}}})},
+        {"axes",
+         json::array(
+             {{{"name", "node_b_offset_s"},
+               {"pointer", "/nodes/1/clock_offset_s"},
+               {"range", {{"from", -50}, {"to", 49}, {"step", 1}}}},
+              {{"name", "ttl_s"}, {"pointer", "/ttl_s"}, {"range", {{"from", 1}, {"to", ttls}, {"step", 1}}}}})}};
+    const auto grid_path = dir.path() / "grid.json";
+    write_file_atomically(grid_path, grid.dump());
+    const auto out = (dir.path() / "out").string();
+    const auto started = Clock::now();
+    // wait4 gives this one child's peak RSS, which the supervisor's
+    // run_command does not report.
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int null_fd = ::open("/dev/null", O_WRONLY);
+      ::dup2(null_fd, STDOUT_FILENO);
+      ::execl(skewbench_bin.c_str(), skewbench_bin.c_str(), "sweep", grid_path.c_str(), "--out", out.c_str(),
+              "--engine", "in-process", "--jobs", "2", "-q", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    ::wait4(pid, &status, 0, &usage);
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::printf("  %10ld %12.1f %10.1f %12.0f%s\n", 100 * ttls, static_cast<double>(usage.ru_maxrss) / 1024.0, seconds,
+                static_cast<double>(100 * ttls) / seconds, code == 0 ? "" : "  (sweep failed)");
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_engine: the in-process engine against the real stack, cell for cell, and its memory"};
+  const std::string sweeps = std::string(SKEWBENCH_SOURCE_DIR) + "/scenarios/sweeps/";
+  std::vector<std::string> grids = {sweeps + "018-offset-by-epsilon.json", sweeps + "017-ttl-by-recovery-delay.json",
+                                    sweeps + "019-rollback-by-gc.json"};
+  std::vector<unsigned> jobs = {1, 2};
+  int repeats = 3;
+  std::vector<long> rss_cells = {1000, 100000, 1000000};
+  std::string skewbench_bin = SKEWBENCH_CLI_BIN;
+  app.add_option("--grids", grids, "grid files (default: the three shipped grids)");
+  app.add_option("--jobs", jobs, "job counts (default: 1 2)")->check(CLI::Range(1, 32));
+  app.add_option("--repeats", repeats, "runs of each grid on each engine; the median is shown")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--rss-cells", rss_cells, "cell counts for the RSS part (default: 1000 100000 1000000; 0: skip)");
+  app.add_option("--skewbench-bin", skewbench_bin, "skewbench executable for the RSS part");
+  CLI11_PARSE(app, argc, argv);
+
+  std::printf("bench_engine  harness %s (%s, %s)  %u CPUs\n", build_info::kVersion, build_info::kGitCommit,
+              build_info::kBuildType, std::thread::hardware_concurrency());
+  if (build_info::kIsDebugBuild) std::printf("***WARNING*** harness built as Debug: figures are not representative\n");
+  try {
+    const auto different = bench_grids(grids, jobs, repeats);
+    rss_cells.erase(std::remove(rss_cells.begin(), rss_cells.end(), 0L), rss_cells.end());
+    if (!rss_cells.empty()) bench_rss(skewbench_bin, sweeps + "018-base.json", rss_cells);
+    if (different > 0) {
+      std::printf("\nFAIL: %zu in-process cells differ from the real stack's\n", different);
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_engine: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}
