@@ -257,6 +257,12 @@ Store::Store(InMemory /*unused*/, DedupeMode dedupe) : sync_(SyncMode::normal), 
 }
 
 void Store::open(const std::string& name, const std::string& where, bool in_memory) {
+  // SQLite's memory statistics take one process-wide mutex on every
+  // allocation, which serialises stores used from several threads (the
+  // in-process engine's workers); nothing reads them. Only possible before
+  // SQLite initialises, so once, before the first open.
+  static std::once_flag no_memory_statistics;
+  std::call_once(no_memory_statistics, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
   sqlite3* db = nullptr;
   const int rc =
       sqlite3_open_v2(name.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
