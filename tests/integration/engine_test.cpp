@@ -145,11 +145,13 @@ TEST_CASE("compare refuses an in-process sweep against a real one unless asked")
   const std::string grid = "017-ttl-by-recovery-delay.json";
   const auto real = sweep(grid, dir.path() / "real", {"--jobs", "1"});
   const auto in_process = sweep(grid, dir.path() / "in-process", {"--engine", "in-process"});
-  const auto in_process_again = sweep(grid, dir.path() / "in-process-again", {"--engine", "in-process", "--jobs", "1"});
+  const auto in_process_again =
+      sweep(grid, dir.path() / "in-process-again", {"--engine", "in-process", "--jobs", "1", "--format", "json"});
   INFO(real.output << in_process.output << in_process_again.output);
   REQUIRE(real.exit_code == 0);
   REQUIRE(in_process.exit_code == 0);
   REQUIRE(in_process_again.exit_code == 0);
+  CHECK(json::parse(in_process_again.output.substr(in_process_again.output.find('{')))["engine"] == "in-process");
   const auto real_dir = (dir.path() / "real").string();
   const auto in_process_dir = (dir.path() / "in-process").string();
 

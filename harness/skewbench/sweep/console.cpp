@@ -116,8 +116,8 @@ std::string end_text(const json& summary, const std::filesystem::path& out_dir, 
 json end_json(const json& summary, const std::filesystem::path& out_dir, int exit_code) {
   json out = {{"command", "sweep"}, {"out_dir", out_dir.string()}, {"exit_code", exit_code}};
   for (const char* field :
-       {"grid_id", "shard", "cells_total", "cells_planned", "cells_done", "complete", "interrupted", "cells_reused",
-        "per_policy", "cells_core_digest", "errors", "jobs", "duration_s", "warnings"}) {
+       {"engine", "grid_id", "shard", "cells_total", "cells_planned", "cells_done", "complete", "interrupted",
+        "cells_reused", "per_policy", "cells_core_digest", "errors", "jobs", "duration_s", "warnings"}) {
     out[field] = summary.value(field, json(nullptr));
   }
   return out;
