@@ -16,23 +16,18 @@
 // It prints figures; it is not a pass/fail test of speed.
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <skewbench/build_info.hpp>
 
 #include "common/files.hpp"
+#include "peak_rss.hpp"
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 #include "sweep/grid.hpp"
@@ -43,8 +38,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Measured {
   double cells_per_s = 0;
@@ -164,41 +157,14 @@ void bench_rss(const std::string& skewbench_bin, const std::string& base_scenari
   std::fflush(stdout);
   for (const long n : cells) {
     TempDir dir("skewbench-bench-engine-rss");
-    // Two axes (100 clock offsets x n/100 TTLs): the grid's own definition
-    // stays small, and the figure shows what running more cells costs.
-    const long ttls = std::max(1L, n / 100);
-    const json grid = {
-        {"id", "rss-" + std::to_string(n)},
-        {"description", "bench: 100 clock offsets x n/100 TTLs"},
-        {"base_scenario", base_scenario},
-        {"policies", json::array({{{"policy", {{"name", "node_local"}}}}})},
-        {"axes",
-         json::array(
-             {{{"name", "node_b_offset_s"},
-               {"pointer", "/nodes/1/clock_offset_s"},
-               {"range", {{"from", -50}, {"to", 49}, {"step", 1}}}},
-              {{"name", "ttl_s"}, {"pointer", "/ttl_s"}, {"range", {{"from", 1}, {"to", ttls}, {"step", 1}}}}})}};
     const auto grid_path = dir.path() / "grid.json";
-    write_file_atomically(grid_path, grid.dump());
-    const auto out = (dir.path() / "out").string();
-    const auto started = Clock::now();
-    // wait4 gives this one child's peak RSS, which the supervisor's
-    // run_command does not report.
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const int null_fd = ::open("/dev/null", O_WRONLY);
-      ::dup2(null_fd, STDOUT_FILENO);
-      ::execl(skewbench_bin.c_str(), skewbench_bin.c_str(), "sweep", grid_path.c_str(), "--out", out.c_str(),
-              "--engine", "in-process", "--jobs", "2", "-q", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    int status = 0;
-    rusage usage{};
-    ::wait4(pid, &status, 0, &usage);
-    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::printf("  %10ld %12.1f %10.1f %12.0f%s\n", 100 * ttls, static_cast<double>(usage.ru_maxrss) / 1024.0, seconds,
-                static_cast<double>(100 * ttls) / seconds, code == 0 ? "" : "  (sweep failed)");
+    write_file_atomically(grid_path, bench::rss_grid(n, base_scenario).dump());
+    const auto run =
+        bench::run_measuring_rss({skewbench_bin, "sweep", grid_path.string(), "--out", (dir.path() / "out").string(),
+                                  "--engine", "in-process", "--jobs", "2", "-q"});
+    const auto done = bench::rss_grid_cells(n);
+    std::printf("  %10ld %12.1f %10.1f %12.0f%s\n", done, run.peak_rss_mib, run.seconds,
+                static_cast<double>(done) / run.seconds, run.exit_code == 0 ? "" : "  (sweep failed)");
     std::fflush(stdout);
   }
 }

@@ -58,6 +58,7 @@
 #include "infra/http_remote.hpp"
 #include "infra/pg_outbox.hpp"
 #include "infra/pqxx_compat.hpp"
+#include "peak_rss.hpp"
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 #include "scenario/scenario.hpp"
@@ -494,38 +495,13 @@ void bench_rss(const std::string& skewbench_bin, const std::string& base_scenari
   std::fflush(stdout);
   for (const long n : cell_counts) {
     TempDir dir("skewbench-bench-rss");
-    // Two axes (100 offsets x n/100 TTLs), so the grid's own definition stays
-    // small and the figure shows what running more cells costs.
-    const long ttls = std::max(1L, n / 100);
-    const json grid = {
-        {"id", "rss-" + std::to_string(n)},
-        {"description", "bench: 100 clock offsets x n/100 TTLs"},
-        {"base_scenario", base_scenario},
-        {"policies", json::array({{{"policy", {{"name", "node_local"}}}}})},
-        {"axes",
-         json::array(
-             {{{"name", "node_b_offset_s"},
-               {"pointer", "/nodes/1/clock_offset_s"},
-               {"range", {{"from", -50}, {"to", 49}, {"step", 1}}}},
-              {{"name", "ttl_s"}, {"pointer", "/ttl_s"}, {"range", {{"from", 1}, {"to", ttls}, {"step", 1}}}}})}};
     const auto grid_path = dir.path() / "grid.json";
-    write_file_atomically(grid_path, grid.dump());
-    const auto t = Clock::now();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const std::string out = (dir.path() / "out").string();
-      ::execl(skewbench_bin.c_str(), skewbench_bin.c_str(), "sweep", grid_path.c_str(), "--out", out.c_str(), "--jobs",
-              "2", "-q", "--database-url", stack.database_url().c_str(), "--remote-url", stack.remote_url().c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    int status = 0;
-    rusage usage{};
-    ::wait4(pid, &status, 0, &usage);
-    const double seconds = std::chrono::duration<double>(Clock::now() - t).count();
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::printf("  %10ld %12.1f %10.1f%s\n", n, static_cast<double>(usage.ru_maxrss) / 1024.0, seconds,
-                code == 0 ? "" : "  (sweep failed)");
+    write_file_atomically(grid_path, bench::rss_grid(n, base_scenario).dump());
+    const auto run = bench::run_measuring_rss({skewbench_bin, "sweep", grid_path.string(), "--out",
+                                               (dir.path() / "out").string(), "--jobs", "2", "-q", "--database-url",
+                                               stack.database_url(), "--remote-url", stack.remote_url()});
+    std::printf("  %10ld %12.1f %10.1f%s\n", bench::rss_grid_cells(n), run.peak_rss_mib, run.seconds,
+                run.exit_code == 0 ? "" : "  (sweep failed)");
   }
 }
 
