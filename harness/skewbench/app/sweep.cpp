@@ -132,8 +132,7 @@ CellServices open_cell_services(const SweepRequest& request, const scenario::Sce
   const auto dedupe_mode = base.dedupe_mode.value_or(remote_effect::kDefaultDedupeMode);
   if (request.services.engine == infra::Engine::in_process) {
     // The remote each worker makes, as its /health describes it.
-    infra::InProcessRemote remote(
-        {.state_file = std::nullopt, .mode = dedupe_mode, .boot_id = "in-process-" + run_id, .default_ttl_s = 60});
+    infra::InProcessRemote remote(sweep::in_process_remote_options(dedupe_mode, run_id));
     const auto env = evidence::describe_in_process_environment(run_id, remote.health().body);
     auto described = SweepEnvironment{.environment = env.to_json(), .warnings = env.warnings};
     described.environment["remote_effect"]["instances"] = jobs;

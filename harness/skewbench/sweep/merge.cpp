@@ -63,10 +63,10 @@ void ShardMerge::check_shard(std::size_t i, std::vector<bool>& seen) const {
       s["base_scenario_digest"] != first["base_scenario_digest"]) {
     throw MergeError(where + " is a shard of a different grid or base scenario");
   }
-  if (evidence::recorded_engine(s) != evidence::recorded_engine(first)) {
-    throw MergeError(where + " ran on the " + std::string(to_string(evidence::recorded_engine(s))) +
-                     " engine and the first shard on the " + std::string(to_string(evidence::recorded_engine(first))) +
-                     " one: a sweep's cells all come from one engine");
+  if (const auto engine = evidence::recorded_engine(s), first_engine = evidence::recorded_engine(first);
+      engine != first_engine) {
+    throw MergeError(where + " ran on the " + std::string(to_string(engine)) + " engine and the first shard on the " +
+                     std::string(to_string(first_engine)) + " one: a sweep's cells all come from one engine");
   }
   const auto index = index_of_shard(s);
   const auto n = shards_cut_into(s);

@@ -197,10 +197,7 @@ class WorkerConnections {
     try {
       if (settings_.engine == infra::Engine::in_process) {
         auto remote = std::make_unique<infra::InProcessRemote>(
-            infra::InProcessRemote::Options{.state_file = std::nullopt,
-                                            .mode = settings_.dedupe_mode,
-                                            .boot_id = "in-process-" + settings_.run_id,
-                                            .default_ttl_s = 60});
+            in_process_remote_options(settings_.dedupe_mode, settings_.run_id));
         auto outbox = std::make_unique<infra::InProcessOutbox>();
         in_process_remote_ = remote.get();
         in_process_outbox_ = outbox.get();
@@ -263,6 +260,10 @@ std::uint64_t Shard::size_of(std::uint64_t total) const {
 }
 
 json Shard::to_json() const { return {{"index", index}, {"count", count}}; }
+
+infra::InProcessRemote::Options in_process_remote_options(remote_effect::DedupeMode mode, const std::string& run_id) {
+  return {.state_file = std::nullopt, .mode = mode, .boot_id = "in-process-" + run_id, .default_ttl_s = 60};
+}
 
 json cell_record(const Grid& grid, const Cell& cell, const json& temporal_state, const json& decision,
                  const json& final_measurement, runner::Verdict verdict, const std::optional<std::string>& error,

@@ -75,6 +75,11 @@ struct SweepOutcome {
   double duration_s = 0;
 };
 
+// The remote each in-process worker of a sweep runs its cells on (in memory,
+// in the sweep's dedupe mode, its boot_id named by the run id); the sweep's
+// environment describes one made with the same options.
+infra::InProcessRemote::Options in_process_remote_options(remote_effect::DedupeMode mode, const std::string& run_id);
+
 // Writes cells.jsonl into out_dir. An infrastructure failure during a cell
 // makes that cell ERROR; its worker then reconnects (backoff from 0.1 s,
 // doubling, at most 5 s) before it takes the next cell, and the sweep stops
