@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <skewbench/build_info.hpp>
 
+#include "common/allocator.hpp"
 #include "common/files.hpp"
 #include "peak_rss.hpp"
 #include "runner/runner.hpp"
@@ -188,8 +189,8 @@ int main(int argc, char** argv) {
   app.add_option("--skewbench-bin", skewbench_bin, "skewbench executable for the RSS part");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("bench_engine  harness %s (%s, %s)  %u CPUs\n", build_info::kVersion, build_info::kGitCommit,
-              build_info::kBuildType, std::thread::hardware_concurrency());
+  std::printf("bench_engine  harness %s (%s, %s, %s)  %u CPUs\n", build_info::kVersion, build_info::kGitCommit,
+              build_info::kBuildType, allocator_name().c_str(), std::thread::hardware_concurrency());
   if (build_info::kIsDebugBuild) std::printf("***WARNING*** harness built as Debug: figures are not representative\n");
   try {
     const auto different = bench_grids(grids, jobs, repeats);

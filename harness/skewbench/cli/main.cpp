@@ -14,6 +14,7 @@
 #include <skewbench/build_info.hpp>
 
 #include "cli/commands.hpp"
+#include "common/allocator.hpp"
 #include "common/errors.hpp"
 #include "common/subprocess.hpp"
 #include "common/text.hpp"
@@ -376,7 +377,7 @@ int main(int argc, char** argv) {
   CLI::App app{"skewbench: whose clock decides idempotency-key expiry? Scenarios as data, evidence as JSON."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(build_info::kVersion) + " (" + build_info::kGitCommit + ", " +
-                                        build_info::kBuildType + ")");
+                                        build_info::kBuildType + ", " + allocator_name() + ")");
   app.footer(footer("skewbench run scenarios/ --out evidence/run-1", kRunExitCodes) +
              "\nEach command's --help shows its own example and exit codes.\n");
 
