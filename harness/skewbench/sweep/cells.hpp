@@ -5,6 +5,7 @@
 // cell's core line is, and the per-policy tally, are defined with the rest of
 // the evidence (evidence/cell_core.hpp).
 
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -21,17 +22,21 @@ namespace skewbench::sweep {
 
 // Appends records to cells.jsonl in order and keeps the running digest and
 // tally; holds nothing else, so memory stays flat in the number of cells.
+// Written lines reach the file at most kFlushInterval after they are written
+// (a reader following the file sees them), and all of them by finish().
 class CellWriter {
  public:
   explicit CellWriter(const std::string& path);
   void write(const nlohmann::json& record);
   std::string finish();  // closes the file and returns the core digest
   std::uint64_t written() const { return written_; }
+  static constexpr std::chrono::milliseconds kFlushInterval{100};
   const evidence::VerdictTally& tally() const { return tally_; }
 
  private:
   std::string path_;
   std::ofstream out_;
+  std::chrono::steady_clock::time_point flushed_at_ = std::chrono::steady_clock::now();
   Sha256 digest_;
   evidence::VerdictTally tally_;
   std::uint64_t written_ = 0;
