@@ -40,6 +40,7 @@ InProcessRemote::~InProcessRemote() = default;
 
 void InProcessRemote::open() {
   store_.reset();
+  health_body_ = nullptr;
   if (options_.state_file) {
     // Synchronous NORMAL: a commit reaches the operating system; nothing here
     // needs power-loss durability.
@@ -106,23 +107,30 @@ GcExchange InProcessRemote::gc(const std::string& operation_id, std::int64_t log
 }
 
 HealthExchange InProcessRemote::health() {
+  // What does not change until a restart is written once; the counts are
+  // read from the store on each call.
+  if (health_body_.is_null()) {
+    health_body_ = {{"status", "ok"},
+                    {"service", "remote-effect (in-process)"},
+                    {"boot_id", options_.boot_id},
+                    {"state_db", options_.state_file ? json(options_.state_file->string()) : json(":memory:")},
+                    {"default_ttl_seconds", options_.default_ttl_s},
+                    {"sync", options_.state_file ? "normal" : "none"},
+                    {"idempotency_mode", protocol::dedupe_mode_name(options_.mode)},
+                    {"clock", protocol::clock_source_name(protocol::ClockSource::logical)},
+                    {"wall_clock_s", nullptr},
+                    {"durable_idempotency_records", 0},
+                    {"temporal_epoch", 0},
+                    {"schema_version", protocol::Store::kSchemaVersion},
+                    {"version", build_info::kVersion},
+                    {"git_commit", build_info::kGitCommit},
+                    {"build_type", build_info::kBuildType},
+                    {"sqlite_version", protocol::Store::sqlite_version()}};
+  }
   const auto totals = store_->totals();
-  json body = {{"status", "ok"},
-               {"service", "remote-effect (in-process)"},
-               {"boot_id", options_.boot_id},
-               {"state_db", options_.state_file ? json(options_.state_file->string()) : json(":memory:")},
-               {"default_ttl_seconds", options_.default_ttl_s},
-               {"sync", options_.state_file ? "normal" : "none"},
-               {"idempotency_mode", protocol::dedupe_mode_name(options_.mode)},
-               {"clock", protocol::clock_source_name(protocol::ClockSource::logical)},
-               {"wall_clock_s", nullptr},
-               {"durable_idempotency_records", totals.durable_idempotency_records},
-               {"temporal_epoch", totals.temporal_epoch},
-               {"schema_version", protocol::Store::kSchemaVersion},
-               {"version", build_info::kVersion},
-               {"git_commit", build_info::kGitCommit},
-               {"build_type", build_info::kBuildType},
-               {"sqlite_version", protocol::Store::sqlite_version()}};
+  json body = health_body_;
+  body["durable_idempotency_records"] = totals.durable_idempotency_records;
+  body["temporal_epoch"] = totals.temporal_epoch;
   return read_health(std::move(body), "GET /health");
 }
 

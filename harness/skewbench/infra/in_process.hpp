@@ -79,6 +79,7 @@ class InProcessRemote final : public RemoteApi {
 
   Options options_;
   std::unique_ptr<remote_effect::Store> store_;
+  nlohmann::json health_body_;  // GET /health's answer but for its counts; null until asked, and after a restart
 };
 
 class InProcessOutbox final : public OutboxApi {

@@ -18,13 +18,18 @@ auto read_answer(const nlohmann::json& body, const std::string& what, Read read)
 
 }  // namespace
 
-nlohmann::json HttpExchange::to_json() const {
-  nlohmann::json out = {{"request", request},
+nlohmann::json HttpExchange::to_json() const { return HttpExchange(*this).release_json(); }
+
+nlohmann::json HttpExchange::release_json() {
+  nlohmann::json out = {{"request", std::move(request)},
                         {"http_status", http_status ? nlohmann::json(*http_status) : nlohmann::json(nullptr)},
-                        {"response", response_body},
+                        {"response", std::move(response_body)},
                         {"transport_outcome", outcome ? nlohmann::json(to_string(*outcome)) : nlohmann::json(nullptr)},
                         {"duration_us", duration_us}};
-  if (!harness.is_null()) out["harness"] = harness;
+  if (!harness.is_null()) out["harness"] = std::move(harness);
+  request = nullptr;
+  response_body = nullptr;
+  harness = nullptr;
   return out;
 }
 

@@ -58,6 +58,9 @@ struct HttpExchange {
 
   // The exchange as the evidence's timeline records it.
   nlohmann::json to_json() const;
+  // The same, with the request, answer body and harness moved out into it
+  // (left null here); the status, outcome and a typed answer stay.
+  nlohmann::json release_json();
 };
 
 // An exchange whose request is recorded as sent (method, path, headers, and

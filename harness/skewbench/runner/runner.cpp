@@ -23,7 +23,7 @@ json optional_name(const std::optional<T>& value) {
 // outbox at the reference time of the last step.
 FinalMeasurement measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbox, const steps::StepContext& context,
                                time::LogicalSeconds at_s) {
-  const auto ex = remote.status(context.operation_id, at_s);
+  auto ex = remote.status(context.operation_id, at_s);
   FinalMeasurement out;
   out.evaluation_time_s = at_s;
   out.remote = context.checked_snapshot(ex.answer, "the closing GET /status answered, but");
@@ -33,7 +33,7 @@ FinalMeasurement measure_final(infra::RemoteApi& remote, infra::OutboxApi& outbo
   out.business_state = row.business_state;
   out.idempotency_mode = ex.answer.idempotency_mode;
   out.durable_idempotency_records = ex.answer.durable_idempotency_records;
-  out.exchange = ex.to_json();
+  out.exchange = ex.release_json();
   return out;
 }
 

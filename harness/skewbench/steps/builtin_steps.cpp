@@ -23,8 +23,8 @@ json status_json(remote_effect::OperationStatus status) { return remote_effect::
 // planned outcome only if the remote logged it. A reset before the remote read
 // the request looks the same on the wire, so the request log decides.
 void confirm_dropped_ack(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds logical_time_s, StepOutcome& out) {
-  const auto ex = remote.status(ctx.operation_id, logical_time_s);
-  out.exchanges.push_back(ex.to_json());
+  auto ex = remote.status(ctx.operation_id, logical_time_s);
+  out.exchanges.push_back(ex.release_json());
   ctx.checked_snapshot(ex.answer, "the X-Drop-Ack POST got no answer, but");
 }
 
@@ -44,14 +44,14 @@ Delivered deliver(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds log
                   StepOutcome& out, std::optional<std::int64_t> fence_epoch = std::nullopt) {
   ctx.outbox.record_attempt(ctx.operation_id, logical_time_s);
   const auto key = ctx.next_delivery_key();
-  const auto ex = remote.post_effect({.operation_id = ctx.operation_id,
-                                      .idempotency_key = key.wire,
-                                      .ttl_s = ctx.ttl_s,
-                                      .logical_time_s = logical_time_s,
-                                      .drop_ack = drop_ack,
-                                      .body = ctx.payload,
-                                      .expected_temporal_epoch = fence_epoch});
-  out.exchanges.push_back(ex.to_json());
+  auto ex = remote.post_effect({.operation_id = ctx.operation_id,
+                                .idempotency_key = key.wire,
+                                .ttl_s = ctx.ttl_s,
+                                .logical_time_s = logical_time_s,
+                                .drop_ack = drop_ack,
+                                .body = ctx.payload,
+                                .expected_temporal_epoch = fence_epoch});
+  out.exchanges.push_back(ex.release_json());
   const auto outcome = ex.transport_outcome();
   if (outcome == infra::TransportOutcome::AckUnknown) {
     if (!drop_ack) throw InfrastructureError("POST /effects got no answer, and it was not sent with X-Drop-Ack");
@@ -147,8 +147,8 @@ class ObserveStep final : public Step {
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
     StepOutcome out;
-    const auto ex = ctx.remote_of(node_).status(ctx.operation_id, t);
-    out.exchanges.push_back(ex.to_json());
+    auto ex = ctx.remote_of(node_).status(ctx.operation_id, t);
+    out.exchanges.push_back(ex.release_json());
     const auto snapshot = ctx.checked_snapshot(ex.answer, "observe: GET /status answered, but");
     const auto row = ctx.outbox.read(ctx.operation_id);
     json state = nullptr;
@@ -176,8 +176,8 @@ class ObserveStep final : public Step {
 // committed completes the delivery without a replay, absent allows one, anything
 // else holds. Returns whether a replay may follow.
 bool reconcile_with_remote(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds time_s, StepOutcome& out) {
-  const auto ex = remote.status(ctx.operation_id, time_s);
-  out.exchanges.push_back(ex.to_json());
+  auto ex = remote.status(ctx.operation_id, time_s);
+  out.exchanges.push_back(ex.release_json());
   const auto snapshot = ctx.checked_snapshot(ex.answer, "recover: GET /status answered, but");
   const auto action = policy::reconcile(snapshot.effect_count);
   out.observed["reconciled_status"] = status_json(snapshot.status);
@@ -339,8 +339,8 @@ class RestartRemoteStep final : public Step {
                                 " before and after the restart: the service did not restart");
     }
     StepOutcome out;
-    const auto ex = ctx.first().status(ctx.operation_id, ctx.reference_time(at_s()));
-    out.exchanges.push_back(ex.to_json());
+    auto ex = ctx.first().status(ctx.operation_id, ctx.reference_time(at_s()));
+    out.exchanges.push_back(ex.release_json());
     const auto after = infra::required_snapshot(ex.answer);
     const auto restarted = infra::restarted_between(before, after);
     if (!after.boot_id && restarted.value_or(false)) {
@@ -376,8 +376,8 @@ class RestartStoreStep final : public Step {
     }
     ctx.remote_control->restart_store();
     StepOutcome out;
-    const auto ex = ctx.first().status(ctx.operation_id, ctx.reference_time(at_s()));
-    out.exchanges.push_back(ex.to_json());
+    auto ex = ctx.first().status(ctx.operation_id, ctx.reference_time(at_s()));
+    out.exchanges.push_back(ex.release_json());
     const auto snapshot = ctx.checked_snapshot(ex.answer, "restart_store: GET /status answered, but");
     out.observed = {{"effect_count", snapshot.effect_count}, {"status", status_json(snapshot.status)}};
     return out;

@@ -59,9 +59,9 @@ class GcStep final : public Step {
 
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
-    const auto ex = ctx.remote_of(node_).gc(ctx.operation_id, t);
+    auto ex = ctx.remote_of(node_).gc(ctx.operation_id, t);
     StepOutcome out;
-    out.exchanges.push_back(ex.to_json());
+    out.exchanges.push_back(ex.release_json());
     const auto& gc = ex.answer;
     const char* what = "POST /maintenance/gc";
     out.observed = {{"logical_time_s", t},
@@ -89,9 +89,9 @@ class BindTemporalEpochStep final : public Step {
 
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
-    const auto ex = ctx.remote_of(node_).status(ctx.operation_id, t);
+    auto ex = ctx.remote_of(node_).status(ctx.operation_id, t);
     StepOutcome out;
-    out.exchanges.push_back(ex.to_json());
+    out.exchanges.push_back(ex.release_json());
     ctx.checked_snapshot(ex.answer, "bind_temporal_epoch: GET /status answered, but");
     ctx.bound_temporal_epoch = required(ex.answer.temporal_epoch, "temporal_epoch", "GET /status");
     out.observed = {{"temporal_epoch", *ctx.bound_temporal_epoch}};

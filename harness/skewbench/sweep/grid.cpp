@@ -314,16 +314,16 @@ json Grid::cell_document(const Cell& c) const {
     const auto& axis = axes_[a];
     const auto& value = c.parameters[axis.name];
     if (value.is_null()) continue;
-    const auto where = index_path("$.axes", a) + ".pointer";
+    const auto where = [a] { return index_path("$.axes", a) + ".pointer"; };
     const json::json_pointer pointer(axis.pointer);
-    const auto parent = pointer.parent_pointer();
-    if (!doc.contains(parent))
-      throw InputError(where, "pointer " + axis.pointer + " has no parent in the scenario document");
+    if (!doc.contains(pointer.parent_pointer())) {
+      throw InputError(where(), "pointer " + axis.pointer + " has no parent in the scenario document");
+    }
     try {
       doc[pointer] = value;
     } catch (const json::exception& e) {
       // e.g. a token that is not an index into an array
-      throw InputError(where, "pointer " + axis.pointer + " cannot be set in the scenario document: " + e.what());
+      throw InputError(where(), "pointer " + axis.pointer + " cannot be set in the scenario document: " + e.what());
     }
   }
   return doc;
