@@ -4,6 +4,7 @@
 #include "scenario/verdict.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 namespace skewbench::sweep {
 
@@ -23,8 +24,11 @@ CellWriter::CellWriter(const std::string& path) : path_(path), out_(path, std::i
   if (!out_) throw std::runtime_error("cannot open " + path + " for writing");
 }
 
-void CellWriter::write(const json& record) {
-  out_ << record.dump() << '\n';
+CellLine::CellLine(json cell_record)
+    : record(std::move(cell_record)), line(record.dump()), core_line(evidence::cell_core_line(record)) {}
+
+void CellWriter::write(const CellLine& cell) {
+  out_ << cell.line << '\n';
   // Readers may follow the file while the sweep runs; one write per cell
   // was a tenth of an in-process cell's time.
   if (const auto now = std::chrono::steady_clock::now(); now - flushed_at_ >= kFlushInterval) {
@@ -32,9 +36,9 @@ void CellWriter::write(const json& record) {
     flushed_at_ = now;
   }
   if (!out_) throw std::runtime_error("cannot write " + path_);
-  digest_.update(evidence::cell_core_line(record));
+  digest_.update(cell.core_line);
   digest_.update("\n");
-  tally_.add(record);
+  tally_.add(cell.record);
   ++written_;
 }
 

@@ -24,10 +24,21 @@ namespace skewbench::sweep {
 // tally; holds nothing else, so memory stays flat in the number of cells.
 // Written lines reach the file at most kFlushInterval after they are written
 // (a reader following the file sees them), and all of them by finish().
+// A record made ready to write: its line and its core line. A sweep's workers
+// make them, so that the writer, which takes one cell at a time in order, only
+// appends and hashes.
+struct CellLine {
+  explicit CellLine(nlohmann::json cell_record);
+  nlohmann::json record;
+  std::string line;       // as cells.jsonl holds it, without the newline
+  std::string core_line;  // evidence::cell_core_line of the record
+};
+
 class CellWriter {
  public:
   explicit CellWriter(const std::string& path);
-  void write(const nlohmann::json& record);
+  void write(const nlohmann::json& record) { write(CellLine(record)); }
+  void write(const CellLine& cell);
   std::string finish();  // closes the file and returns the core digest
   std::uint64_t written() const { return written_; }
   static constexpr std::chrono::milliseconds kFlushInterval{100};

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -74,7 +75,7 @@ class Progress {
 // record per worker.
 class ReorderBuffer {
  public:
-  // A null record stands for a cell kept from a resumed sweep: `kept` gives it.
+  // No line stands for a cell kept from a resumed sweep: `kept` gives it.
   using KeptRecord = std::function<json(std::uint64_t k)>;
   ReorderBuffer(CellWriter& writer, Progress& progress, std::uint64_t window, KeptRecord kept)
       : writer_(writer), progress_(progress), window_(window), kept_(std::move(kept)) {}
@@ -91,14 +92,15 @@ class ReorderBuffer {
     return true;
   }
 
-  void push(std::uint64_t k, json record) {
+  // `cell` is made by the worker, outside the lock.
+  void push(std::uint64_t k, std::optional<CellLine> cell) {
     std::lock_guard<std::mutex> lock(mutex_);
-    pending_.emplace(k, std::move(record));
+    pending_.emplace(k, std::move(cell));
     while (!pending_.empty() && pending_.begin()->first == next_) {
-      const auto written = write(pending_.begin()->first, pending_.begin()->second);
+      const auto written = write(pending_.begin()->first, std::move(pending_.begin()->second));
       pending_.erase(pending_.begin());
       ++next_;
-      progress_.update(next_, written);
+      progress_.update(next_, written.record);
     }
     room_.notify_all();
   }
@@ -110,9 +112,9 @@ class ReorderBuffer {
     std::lock_guard<std::mutex> lock(mutex_);
     for (std::uint64_t k = next_; k < planned; ++k) {
       if (const auto it = pending_.find(k); it != pending_.end()) {
-        write(k, it->second);
+        write(k, std::move(it->second));
       } else if (is_kept(k)) {
-        write(k, nullptr);
+        write(k, std::nullopt);
       }
     }
     pending_.clear();
@@ -124,15 +126,15 @@ class ReorderBuffer {
   CellWriter& writer_;
   Progress& progress_;
   std::uint64_t window_;
-  // Writes cell k (its record, or the kept one) and returns what was written.
-  json write(std::uint64_t k, const json& record) {
-    auto written = record.is_null() ? kept_(k) : record;
+  // Writes cell k (its line, or the kept one) and returns what was written.
+  CellLine write(std::uint64_t k, std::optional<CellLine> cell) {
+    auto written = cell ? std::move(*cell) : CellLine(kept_(k));
     writer_.write(written);
     return written;
   }
 
   KeptRecord kept_;
-  std::map<std::uint64_t, json> pending_;
+  std::map<std::uint64_t, std::optional<CellLine>> pending_;
   std::uint64_t next_ = 0;
 };
 
@@ -321,8 +323,8 @@ void run_cell(SharedCells& shared, WorkerConnections& connections, std::uint64_t
   // A cell that failed may have left its connections broken: start the next
   // cell on fresh ones.
   if (r.error) connections.drop();
-  shared.buffer.push(k, cell_record(shared.grid, cell, r.temporal_state(), r.decision(), r.final_json(), r.verdict,
-                                    r.error, micros_since(cell_started), shared.settings.engine));
+  shared.buffer.push(k, CellLine(cell_record(shared.grid, cell, r.temporal_state(), r.decision(), r.final_json(),
+                                             r.verdict, r.error, micros_since(cell_started), shared.settings.engine)));
 }
 
 // One worker: takes cells in order until none is left or the sweep stops.
@@ -348,7 +350,7 @@ void work(SharedCells& shared, unsigned worker) {
     if (k >= shared.planned) return;
     if (!shared.buffer.wait_for_room(k, shared.stop)) return;
     if (shared.is_kept(k)) {
-      shared.buffer.push(k, nullptr);
+      shared.buffer.push(k, std::nullopt);
       continue;
     }
     try {
