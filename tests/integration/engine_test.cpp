@@ -2,6 +2,7 @@
 // cell of the three shipped grids the two engines measure the same thing, and
 // everything the in-process engine writes says where it came from.
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -174,4 +175,111 @@ TEST_CASE("compare refuses an in-process sweep against a real one unless asked")
   const auto same = run_skewbench({"compare", in_process_dir, (dir.path() / "in-process-again").string()});
   INFO(same.output);
   CHECK(same.exit_code == 0);
+}
+
+namespace {
+
+// The series' scenarios the in-process engine runs: every one but those whose
+// steps restart a process (#016's).
+std::vector<std::string> in_process_scenarios() {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::directory_iterator(source_path("scenarios"))) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_regular_file() && entry.path().extension() == ".json" && !name.starts_with("016-")) {
+      out.push_back(entry.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+CommandResult run_scenarios(const std::vector<std::string>& scenarios, const fs::path& out,
+                            std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run", "--out", out.string(), "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), scenarios.begin(), scenarios.end());
+  return run_skewbench(args);
+}
+
+}  // namespace
+
+TEST_CASE("run --engine in-process measures what the real stack measures on the series' scenarios") {
+  TempDir dir("skewbench-engine-it");
+  const auto scenarios = in_process_scenarios();
+  REQUIRE(scenarios.size() >= 10);
+  const auto real = run_scenarios(scenarios, dir.path() / "real", {});
+  const auto in_process = run_scenarios(scenarios, dir.path() / "in-process", {"--engine", "in-process"});
+  INFO(real.output << in_process.output);
+  REQUIRE(real.exit_code == 0);
+  REQUIRE(in_process.exit_code == 0);
+
+  const auto real_summary = read_json(dir.path() / "real" / "summary.json");
+  const auto in_process_summary = read_json(dir.path() / "in-process" / "summary.json");
+  const auto& real_rows = real_summary["scenarios"];
+  const auto& in_process_rows = in_process_summary["scenarios"];
+  REQUIRE(real_rows.size() == scenarios.size());
+  REQUIRE(in_process_rows.size() == real_rows.size());
+  std::map<std::string, int> verdicts;
+  for (std::size_t i = 0; i < real_rows.size(); ++i) {
+    auto real_row = real_rows[i];
+    auto in_process_row = in_process_rows[i];
+    INFO("real " << real_row.dump() << "\nin-process " << in_process_row.dump());
+    CHECK(in_process_row["engine"] == "in-process");
+    CHECK_FALSE(real_row.contains("engine"));
+    // Its own core digest: the same measurements, marked in-process.
+    CHECK(in_process_row["core_digest"] != real_row["core_digest"]);
+    for (auto* row : {&real_row, &in_process_row}) {
+      row->erase("core_digest");
+      row->erase("error");
+      row->erase("engine");
+    }
+    CHECK(in_process_row == real_row);
+    ++verdicts[real_row["verdict"].get<std::string>()];
+    const auto evidence =
+        read_json(dir.path() / "in-process" / "scenarios" / (real_row["id"].get<std::string>() + ".json"));
+    CHECK(evidence["engine"] == "in-process");
+  }
+  CHECK(verdicts.size() >= 3);
+  CHECK(in_process_summary["environment"]["engine"] == "in-process");
+  CHECK(in_process_summary["environment"]["postgresql"].is_null());
+  CHECK(in_process_summary["core_digest"] != real_summary["core_digest"]);
+  CHECK_THAT(read_file(dir.path() / "in-process" / "RESULT.md"), ContainsSubstring("engine: in-process"));
+
+  // Published results are evidence of the real stack only.
+  CHECK(fs::exists(dir.path() / "real" / "result.json"));
+  CHECK(fs::exists(dir.path() / "real" / "result-019.json"));
+  for (const auto& entry : fs::directory_iterator(dir.path() / "in-process")) {
+    CHECK_FALSE(entry.path().filename().string().starts_with("result"));
+  }
+  const auto verified = run_skewbench({"verify", (dir.path() / "in-process").string()});
+  INFO(verified.output);
+  CHECK(verified.exit_code == 0);
+
+  const auto refused = run_skewbench({"compare", (dir.path() / "real").string(), (dir.path() / "in-process").string()});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.output, ContainsSubstring("--across-engines"));
+}
+
+TEST_CASE("run --engine in-process refuses what it cannot model, naming it, before anything starts") {
+  TempDir dir("skewbench-engine-it");
+  const auto out = dir.path() / "out";
+  const auto restart =
+      run_scenarios({source_path("scenarios/016-safe-durable-restart.json")}, out, {"--engine", "in-process"});
+  CHECK(restart.exit_code == 2);
+  CHECK_THAT(restart.output, ContainsSubstring("016-safe-durable-restart.json"));
+  CHECK_THAT(restart.output, ContainsSubstring("restart_remote"));
+  CHECK_THAT(restart.output, ContainsSubstring("--engine in-process"));
+  CHECK_FALSE(fs::exists(out));
+
+  const auto real_clock = run_scenarios({source_path("scenarios/018-uncertainty.json")}, out,
+                                        {"--engine", "in-process", "--clock-mode", "real"});
+  CHECK(real_clock.exit_code == 2);
+  CHECK_THAT(real_clock.output, ContainsSubstring("--clock-mode real"));
+  CHECK_FALSE(fs::exists(out));
+
+  const auto target = run_scenarios({source_path("scenarios/018-uncertainty.json")}, out,
+                                    {"--engine", "in-process", "--target", "powertools-redis"});
+  CHECK(target.exit_code == 2);
+  CHECK_THAT(target.output, ContainsSubstring("--engine in-process"));
+  CHECK_FALSE(fs::exists(out));
 }

@@ -1,15 +1,21 @@
 #include "app/run.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "app/preflight.hpp"
 #include "artifacts/out_folder.hpp"
 #include "artifacts/run_folder.hpp"
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "evidence/count_history.hpp"
 #include "evidence/evidence.hpp"
+#include "infra/in_process.hpp"
 #include "published/published.hpp"
 #include "runner/session.hpp"
 #include "scenario/scenario.hpp"
@@ -73,6 +79,71 @@ void describe_services(const runner::Session& session, const runner::StackOption
   env.durability = runner::to_string(services.durability_or_durable());
 }
 
+// The in-process remote's one control a run needs: a scenario of another
+// dedupe mode restarts it in that mode on the same state file, as a started
+// remote-effect is restarted. The steps that restart or hang a process are
+// refused before the run (runner::in_process_scenario_problem).
+class InProcessControl final : public steps::RemoteControl {
+ public:
+  InProcessControl(infra::InProcessRemote& remote, std::string run_id) : remote_(remote), run_id_(std::move(run_id)) {}
+
+  void use_dedupe_mode(remote_effect::DedupeMode mode) override {
+    if (mode == remote_.mode()) return;
+    remote_.restart("in-process-" + run_id_ + "-" + std::to_string(++restarts_ + 1), mode);
+  }
+  void restart_remote() override { throw std::logic_error("the in-process engine restarts no process"); }
+  void pause_remote(std::chrono::milliseconds /*duration*/) override {
+    throw std::logic_error("the in-process engine hangs no process");
+  }
+  void restart_store() override { throw std::logic_error("the in-process engine has no store process"); }
+
+ private:
+  infra::InProcessRemote& remote_;
+  std::string run_id_;
+  int restarts_ = 0;
+};
+
+// Runs the scenarios in this process (--engine in-process): remote-effect's
+// rules and store on a file of a temporary folder, and the outbox double,
+// shared by the scenarios as a run's services are.
+SessionEnd run_in_process(const RunRequest& request, const std::vector<scenario::Scenario>& scenarios,
+                          const std::atomic<bool>& stop, Observer& observer, evidence::RunEnvironment& env,
+                          std::vector<runner::ScenarioResult>& results) {
+  try {
+    observer.entering(Phase::services);
+    const TempDir dir("skewbench-in-process");
+    infra::InProcessRemote remote({.state_file = dir.path() / "remote-effect.sqlite3",
+                                   .mode = scenarios.front().dedupe_mode.value_or(remote_effect::kDefaultDedupeMode),
+                                   .boot_id = "in-process-" + env.run_id + "-1",
+                                   .default_ttl_s = 60});
+    infra::InProcessOutbox outbox;
+    InProcessControl control(remote, env.run_id);
+    const auto started_at = env.started_at_utc;
+    env = evidence::describe_in_process_environment(env.run_id, remote.health().body);
+    env.started_at_utc = started_at;
+    runner::ScenarioRunner scenario_runner(remote, outbox,
+                                           {.run_id = env.run_id,
+                                            .remote_control = &control,
+                                            .interrupted = &stop,
+                                            .evaluate_expectations = true,
+                                            .database_control = nullptr,
+                                            .instances = nullptr,
+                                            .effect_sink = nullptr});
+    observer.entering(Phase::scenarios);
+    for (const auto& s : scenarios) {
+      if (!request.services.quiet) observer.say("running " + s.id);
+      auto result = scenario_runner.run(s);
+      evidence::hold_counts(s, result);
+      results.push_back(std::move(result));
+    }
+    return {};
+  } catch (const Interrupted&) {
+    return {.interrupted = true, .infrastructure_error = std::nullopt};
+  } catch (const std::exception& e) {
+    return {.infrastructure_error = e.what()};
+  }
+}
+
 // Runs the scenarios against the session's services, appending to `results`;
 // `env` takes what the services say of themselves.
 SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario::Scenario>& scenarios,
@@ -133,13 +204,15 @@ artifacts::RunReport run_report(const fs::path& out_dir, const std::string& dige
                                 const std::vector<const scenario::Scenario*>& scenarios,
                                 const std::vector<runner::ScenarioResult>& results,
                                 const evidence::RunEnvironment& env) {
-  artifacts::RunReport report{.evidence_dir = out_dir,
-                              .core_digest = digest,
-                              .warnings = env.warnings,
-                              .exit_code = run_exit_code(results),
-                              .published = nullptr,
-                              .published_series = {},
-                              .postgresql_version = env.postgresql.value("server_version", "")};
+  artifacts::RunReport report{
+      .evidence_dir = out_dir,
+      .core_digest = digest,
+      .warnings = env.warnings,
+      .exit_code = run_exit_code(results),
+      .published = nullptr,
+      .published_series = {},
+      .postgresql_version = env.postgresql.is_object() ? env.postgresql.value("server_version", "") : "",
+      .engine = env.engine};
   for (auto& file : published::published_files(scenarios, results, env)) {
     if (!published::run_reports_on(*file.benchmark, scenarios)) continue;
     if (file.benchmark == &published::benchmark_018()) report.published = file.result;
@@ -156,7 +229,9 @@ RunOutcome run_into(const RunRequest& request, const std::vector<scenario::Scena
   env.started_at_utc = evidence::utc_now_iso8601();  // replaced once the services answer
   env.timeouts = request.services.timeouts_json();
   RunOutcome outcome;
-  const auto end = run_in_session(request, scenarios, stop, observer, env, outcome.results);
+  const auto end = request.services.engine == infra::Engine::in_process
+                       ? run_in_process(request, scenarios, stop, observer, env, outcome.results)
+                       : run_in_session(request, scenarios, stop, observer, env, outcome.results);
   if (end.interrupted) {
     observer.say("interrupted; services stopped, no evidence written");
     outcome.exit_code = exit_code::kInterrupted;
@@ -228,7 +303,8 @@ std::optional<std::vector<scenario::Scenario>> checked_scenarios(const RunReques
   if (!service_options_are_usable(request.services, observer)) return refused();
   if (!remote_modes_match(request.services, scenarios, observer)) return refused();
   for (const auto& problem :
-       {runner::control_step_problem(request.services, scenarios),
+       {runner::in_process_scenario_problem(request.services, scenarios),
+        runner::control_step_problem(request.services, scenarios),
         runner::clock_mode_problem(request.services, scenarios), runner::instances_problem(request.services, scenarios),
         runner::own_wire_problem(request.services, scenarios)}) {
     if (!problem) continue;

@@ -154,6 +154,11 @@ std::optional<runner::StackOptions> services_of_target(const std::string& name_o
     observer.say("--target " + name_or_path + ": " + why);
     return std::nullopt;
   };
+  if (services.engine == infra::Engine::in_process) {
+    return refuse(
+        "a target's service runs as a process of its own, which --engine in-process does not start "
+        "(docs/engines.md); use --engine real");
+  }
   if (services.remote_url) return refuse("the target's service is started by skewbench; drop --remote-url");
   if (services.remote_command) return refuse("the target names its own service; drop --remote-command");
   if (services.clock_mode_given && services.clock_mode == runner::ClockMode::logical) {

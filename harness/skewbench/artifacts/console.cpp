@@ -125,6 +125,7 @@ json run_json(const std::vector<runner::ScenarioResult>& results, const RunRepor
   json series = json::array();
   for (const auto& file : report.published_series) series.push_back(published::published_summary(file));
   return {{"command", "run"},
+          {"engine", report.engine},
           {"exit_code", report.exit_code},
           {"evidence_dir", report.evidence_dir.string()},
           {"core_digest", report.core_digest},

@@ -43,6 +43,7 @@ struct RunReport {
   // The result file of each benchmark the run reports on, in series order.
   std::vector<nlohmann::json> published_series;
   std::string postgresql_version = {};  // as the server reports it
+  std::string engine = "real";          // what ran the scenarios: "real" or "in-process"
 };
 nlohmann::json run_json(const std::vector<runner::ScenarioResult>& results, const RunReport& report);
 

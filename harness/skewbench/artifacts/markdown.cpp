@@ -73,12 +73,17 @@ std::string result_markdown(const std::vector<const scenario::Scenario*>& scenar
   md << "\n## Environment\n\n";
   md << "- harness: " << build_info::kVersion << " (" << build_info::kGitCommit << ", " << build_info::kBuildType
      << ")\n";
-  md << "- PostgreSQL: " << cell(env.postgresql.value("server_version", json(nullptr)));
-  if (env.postgresql.value("embedded", false)) {
-    md << " (started from " << cell(env.postgresql.value("bin_dir", json(nullptr))) << ", source "
-       << cell(env.postgresql.value("source", json(nullptr))) << ")";
+  md << "- engine: " << env.engine << "\n";
+  if (env.postgresql.is_object()) {
+    md << "- PostgreSQL: " << cell(env.postgresql.value("server_version", json(nullptr)));
+    if (env.postgresql.value("embedded", false)) {
+      md << " (started from " << cell(env.postgresql.value("bin_dir", json(nullptr))) << ", source "
+         << cell(env.postgresql.value("source", json(nullptr))) << ")";
+    }
+    md << "\n";
+  } else {
+    md << "- PostgreSQL: none (the in-process engine's outbox double)\n";
   }
-  md << "\n";
   md << "- remote-effect: " << cell(env.remote_effect.value("version", json(nullptr))) << ", SQLite "
      << cell(env.remote_effect.value("sqlite_version", json(nullptr))) << ", sync "
      << cell(env.remote_effect.value("sync", json(nullptr))) << ", boot_id "

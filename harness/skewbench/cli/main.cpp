@@ -174,6 +174,7 @@ CLI::App* add_run(CLI::App& app, cli::RunArgs& run) {
   auto* command = app.add_subcommand("run", "run scenario files against PostgreSQL and remote-effect");
   command->add_option("paths", run.paths, "scenario files or directories of them (default: scenarios/)");
   command->add_option("--out", run.out_dir, "directory for the evidence (created if missing)")->required();
+  add_engine_option(command, run.services);
   add_service_options(command, run.services);
   add_clock_options(command, run.services);
   command->add_option("--target", run.target,

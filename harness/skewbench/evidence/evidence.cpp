@@ -148,27 +148,41 @@ namespace {
 
 // The one definition of a scenario's core, from its parts as written (the
 // timeline as the evidence file holds it, or as the run does).
+// `engine` is null for the real stack, "in-process" otherwise (engine_mark):
+// a run of the in-process engine has other digests than the real stack's.
 template <typename Timeline>
 json core_of(const json& input, const Timeline& timeline, const json& final_measurement, const json& checks,
-             const json& verdict, bool errored, const json& pass) {
+             const json& verdict, bool errored, const json& pass, const json& engine) {
   json steps = json::array();
   for (const auto& record : timeline) steps.push_back(core_step(record));
-  return {{"input", input},   {"steps", steps},     {"final", final_measurement},
-          {"checks", checks}, {"verdict", verdict}, {"errored", errored},
-          {"pass", pass}};
+  json core = {{"input", input},   {"steps", steps},     {"final", final_measurement},
+               {"checks", checks}, {"verdict", verdict}, {"errored", errored},
+               {"pass", pass}};
+  if (!engine.is_null()) core["engine"] = engine;
+  return core;
 }
 
 }  // namespace
 
-json scenario_core(const scenario::Scenario& s, const runner::ScenarioResult& r) {
+json engine_mark(infra::Engine engine) {
+  return engine == infra::Engine::real ? json(nullptr) : json(to_string(engine));
+}
+
+infra::Engine engine_of(const RunEnvironment& env) {
+  return infra::kEngines.parse(env.engine).value_or(infra::Engine::real);
+}
+
+json scenario_core(const scenario::Scenario& s, const runner::ScenarioResult& r, infra::Engine engine) {
   json checks = json::array();
   for (const auto& c : r.checks) checks.push_back(check_json(c));
-  return core_of(s.document, r.timeline, r.final_json(), checks, r.verdict, r.error.has_value(), r.pass);
+  return core_of(s.document, r.timeline, r.final_json(), checks, r.verdict, r.error.has_value(), r.pass,
+                 engine_mark(engine));
 }
 
 json scenario_core_of_evidence(const json& evidence) {
   return core_of(evidence.at("input"), evidence.at("timeline"), evidence.at("final"), evidence.at("checks"),
-                 evidence.at("verdict"), !evidence.at("error").is_null(), evidence.at("pass"));
+                 evidence.at("verdict"), !evidence.at("error").is_null(), evidence.at("pass"),
+                 evidence.value("engine", json(nullptr)));
 }
 
 json outcome_row(const runner::ScenarioResult& r) {
@@ -184,10 +198,11 @@ json outcome_row(const runner::ScenarioResult& r) {
           {"error", r.error ? json(*r.error) : json(nullptr)}};
 }
 
-json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r) {
+json summary_row(const scenario::Scenario& s, const runner::ScenarioResult& r, infra::Engine engine) {
   auto row = outcome_row(r);
   row["pass"] = r.pass;
-  row["core_digest"] = json_digest(scenario_core(s, r));
+  row["core_digest"] = json_digest(scenario_core(s, r, engine));
+  if (const auto mark = engine_mark(engine); !mark.is_null()) row["engine"] = mark;
   return row;
 }
 
@@ -224,17 +239,19 @@ json row_of_evidence(const json& evidence) {
   const auto field = [](const json& object, const char* name) {
     return object.is_object() ? object.value(name, json(nullptr)) : json(nullptr);
   };
-  return {{"id", evidence.at("scenario_id")},
-          {"policy", evidence.at("policy").at("name")},
-          {"temporal_state", field(recovery, "temporal_state")},
-          {"decision", field(recovery, "decision")},
-          {"post_requests", field(f, "post_requests")},
-          {"effect_count", field(f, "effect_count")},
-          {"final_status", field(f, "status")},
-          {"verdict", evidence.at("verdict")},
-          {"error", evidence.at("error")},
-          {"pass", evidence.at("pass")},
-          {"core_digest", json_digest(scenario_core_of_evidence(evidence))}};
+  json row = {{"id", evidence.at("scenario_id")},
+              {"policy", evidence.at("policy").at("name")},
+              {"temporal_state", field(recovery, "temporal_state")},
+              {"decision", field(recovery, "decision")},
+              {"post_requests", field(f, "post_requests")},
+              {"effect_count", field(f, "effect_count")},
+              {"final_status", field(f, "status")},
+              {"verdict", evidence.at("verdict")},
+              {"error", evidence.at("error")},
+              {"pass", evidence.at("pass")},
+              {"core_digest", json_digest(scenario_core_of_evidence(evidence))}};
+  if (evidence.contains("engine")) row["engine"] = evidence["engine"];
+  return row;
 }
 
 std::string utc_now_iso8601() {
@@ -267,7 +284,8 @@ json scenario_evidence(const scenario::Scenario& s, const runner::ScenarioResult
               {"error", r.error ? json(*r.error) : json(nullptr)},
               {"pass", r.pass},
               {"duration_us", r.duration_us},
-              {"core_digest", json_digest(scenario_core(s, r))}};
+              {"core_digest", json_digest(scenario_core(s, r, engine_of(env)))}};
+  if (const auto mark = engine_mark(engine_of(env)); !mark.is_null()) out["engine"] = mark;
   if (!r.effect_sink_calls.is_null()) out["effect_sink_calls"] = r.effect_sink_calls;
   return out;
 }
@@ -275,7 +293,9 @@ json scenario_evidence(const scenario::Scenario& s, const runner::ScenarioResult
 json run_summary(const std::vector<const scenario::Scenario*>& scenarios,
                  const std::vector<runner::ScenarioResult>& results, const RunEnvironment& env) {
   json rows = json::array();
-  for (std::size_t i = 0; i < scenarios.size(); ++i) rows.push_back(summary_row(*scenarios[i], results[i]));
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    rows.push_back(summary_row(*scenarios[i], results[i], engine_of(env)));
+  }
   bool all_pass = !results.empty();
   bool any_error = false;
   for (const auto& r : results) {

@@ -79,8 +79,18 @@ infra::Engine recorded_engine(const nlohmann::json& summary);
 // than the reference one.
 std::vector<std::string> standard_warnings(int postgres_major);
 
-// The deterministic core of one scenario's result, and its digest.
-nlohmann::json scenario_core(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
+// The deterministic core of one scenario's result, and its digest. On the
+// in-process engine the core holds "engine": "in-process", so that its digest
+// is never the real stack's.
+nlohmann::json scenario_core(const scenario::Scenario& scenario, const runner::ScenarioResult& result,
+                             infra::Engine engine = infra::Engine::real);
+
+// "in-process" for a record of the in-process engine; null (no field) for the
+// real stack's, as every reference file was written.
+nlohmann::json engine_mark(infra::Engine engine);
+
+// The engine a run's environment names.
+infra::Engine engine_of(const RunEnvironment& env);
 
 // The run's core digest from summary.json's rows: SHA-256 over the rows in
 // order, each without its error text (which names ports and ids that differ
@@ -106,8 +116,9 @@ nlohmann::json row_of_evidence(const nlohmann::json& evidence);
 // of summary.json and of `run --format json` both start from it.
 nlohmann::json outcome_row(const runner::ScenarioResult& result);
 
-// One row of summary.json.
-nlohmann::json summary_row(const scenario::Scenario& scenario, const runner::ScenarioResult& result);
+// One row of summary.json ("engine" on a row of the in-process engine).
+nlohmann::json summary_row(const scenario::Scenario& scenario, const runner::ScenarioResult& result,
+                           infra::Engine engine = infra::Engine::real);
 
 // A scenario's evidence file (scenarios/<id>.json) as a run writes it.
 nlohmann::json scenario_evidence(const scenario::Scenario& scenario, const runner::ScenarioResult& result,

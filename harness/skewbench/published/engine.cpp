@@ -288,6 +288,9 @@ std::vector<PublishedFile> published_files(const std::vector<const scenario::Sce
                                            const std::vector<runner::ScenarioResult>& results,
                                            const RunEnvironment& env) {
   std::vector<PublishedFile> files;
+  // A published result is evidence of the real stack: the in-process engine
+  // writes none (docs/engines.md).
+  if (env.engine == to_string(infra::Engine::in_process)) return files;
   for (const auto* benchmark : series_benchmarks()) {
     if (benchmark != &benchmark_018() && !run_reports_on(*benchmark, scenarios)) continue;
     files.push_back({benchmark, published_result(*benchmark, scenarios, results, env)});

@@ -168,7 +168,8 @@ struct PublishedFile {
 
 // The result file of every benchmark the run reports on, in series order;
 // #018's result.json is always among them (its checks not run when no #018
-// scenario ran), the others only when one of their sections ran.
+// scenario ran), the others only when one of their sections ran. None for a
+// run of the in-process engine: published results come from the real stack.
 std::vector<PublishedFile> published_files(const std::vector<const scenario::Scenario*>& scenarios,
                                            const std::vector<runner::ScenarioResult>& results,
                                            const RunEnvironment& env);

@@ -1,5 +1,6 @@
 #include "runner/session.hpp"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -297,6 +298,32 @@ std::optional<std::string> own_wire_problem(const StackOptions& services,
     if (const auto kinds = s.kinds_that(&steps::StepNeeds::reads_service_wide_state); !kinds.empty()) {
       return s.source + ": " + text::join(kinds, " and ") + " needs skewbench's protocol (the temporal epoch, " +
              "POST /maintenance/gc), which target " + target + " does not speak";
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> in_process_scenario_problem(const StackOptions& services,
+                                                       const std::vector<scenario::Scenario>& scenarios) {
+  if (services.engine != infra::Engine::in_process) return std::nullopt;
+  const auto refusal = [](const std::string& what) {
+    return what + ", and --engine in-process starts no process (docs/engines.md); use --engine real";
+  };
+  for (const auto& s : scenarios) {
+    std::vector<std::string> kinds;
+    for (auto need :
+         {&steps::StepNeeds::remote_control, &steps::StepNeeds::database_control, &steps::StepNeeds::store_control}) {
+      for (auto& kind : s.kinds_that(need)) {
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(std::move(kind));
+      }
+    }
+    if (!kinds.empty()) {
+      return refusal(s.source + ": " + text::join(kinds, " and ") + (kinds.size() == 1 ? " acts" : " act") +
+                     " on a process of the service or its database");
+    }
+    if (s.instance_count() >= 2) {
+      return refusal(s.source + ": $.remote.instances: an instance per node is " + std::to_string(s.instance_count()) +
+                     " processes of the service");
     }
   }
   return std::nullopt;

@@ -136,6 +136,12 @@ std::optional<std::string> instances_problem(const StackOptions& services,
 std::optional<std::string> own_wire_problem(const StackOptions& services,
                                             const std::vector<scenario::Scenario>& scenarios);
 
+// With the in-process engine, a scenario it cannot model: a step that
+// restarts, hangs or kills a process (the remote, PostgreSQL, a store) or an
+// instance per node, naming the step or field; nothing on the real engine.
+std::optional<std::string> in_process_scenario_problem(const StackOptions& services,
+                                                       const std::vector<scenario::Scenario>& scenarios);
+
 // In --clock-mode real, a scenario whose T0 a process clock cannot be set to
 // (infra::process_clock_range_problem); nothing in logical mode, or when all can.
 std::optional<std::string> clock_mode_problem(const StackOptions& services,
