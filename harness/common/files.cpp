@@ -187,13 +187,101 @@ std::optional<std::string> confined_path_problem(const std::filesystem::path& ro
   return std::nullopt;
 }
 
-std::string read_file(const std::filesystem::path& path) {
+namespace {
+
+// What a file that is not a regular one is, for a message.
+std::string not_regular(mode_t mode) {
+  const char* what = S_ISFIFO(mode)   ? "a FIFO"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISDIR(mode)  ? "a folder"
+                                      : "not a file";
+  return std::string("is ") + what + ", not a regular file";
+}
+
+constexpr const char* kAbsent = "does not exist";
+
+InputFileError input_error(const std::filesystem::path& path, const std::string& problem) {
+  return InputFileError(path.string() + " " + problem);
+}
+
+}  // namespace
+
+std::optional<std::string> input_file_problem(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return errno == ENOENT ? std::string(kAbsent) : std::string("cannot be examined: ") + std::strerror(errno);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const auto to = std::filesystem::read_symlink(path, ec);
+    return "is a symbolic link" + (ec ? std::string() : " to " + to.string()) +
+           "; skewbench reads regular files only, never through a link";
+  }
+  if (!S_ISREG(st.st_mode)) return not_regular(st.st_mode);
+  return std::nullopt;
+}
+
+namespace {
+
+// Throws what input_file_problem() finds; a missing file is named as the
+// system names it.
+void require_input_file(const std::filesystem::path& path) {
+  auto problem = input_file_problem(path);
+  if (!problem) return;
+  if (*problem == kAbsent) throw InputFileError("cannot open " + path.string() + ": " + std::strerror(ENOENT));
+  throw input_error(path, *problem);
+}
+
+}  // namespace
+
+std::string read_file(const std::filesystem::path& path, std::uintmax_t max_bytes) {
+  require_input_file(path);
+  // O_NOFOLLOW and O_NONBLOCK: a link or a FIFO put in its place since the
+  // check above fails or returns at once instead of hanging.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw errno_error("cannot open", path);
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() { ::close(fd); }
+  } close_on_exit{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw errno_error("cannot examine", path);
+  if (!S_ISREG(st.st_mode)) throw input_error(path, not_regular(st.st_mode));
+  const auto too_large = [&] {
+    return input_error(path, "is larger than " + std::to_string(max_bytes) + " bytes, the most skewbench reads of it");
+  };
+  if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) throw too_large();
+  std::string text;
+  text.reserve(static_cast<std::size_t>(st.st_size));
+  std::string chunk(std::size_t{1} << 16, '\0');
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw errno_error("cannot read", path);
+    if (n == 0) break;
+    if (text.size() + static_cast<std::size_t>(n) > max_bytes) throw too_large();  // it grew since fstat
+    text.append(chunk.data(), static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+std::ifstream open_input_file(const std::filesystem::path& path) {
+  require_input_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw errno_error("cannot open", path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw errno_error("cannot read", path);
-  return buffer.str();
+  return in;
+}
+
+std::optional<std::string> output_path_problem(const std::filesystem::path& root, std::string_view relative) {
+  if (auto problem = confined_path_problem(root, relative)) return std::string(relative) + " " + *problem;
+  const auto path = root / std::string(relative);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;  // absent: it is created
+  if (S_ISLNK(st.st_mode)) return path.string() + " is a symbolic link; skewbench never writes through a link";
+  if (!S_ISREG(st.st_mode)) return path.string() + " " + not_regular(st.st_mode);
+  return std::nullopt;
 }
 
 namespace {

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,8 +66,42 @@ std::optional<std::string> confined_path_problem(const std::filesystem::path& ro
 inline constexpr std::size_t kMaxConfinedPathBytes = 4096;
 inline constexpr std::size_t kMaxPathPartBytes = 255;
 
-// Reads a whole file. Throws std::runtime_error naming the path on failure.
-std::string read_file(const std::filesystem::path& path);
+// The one rule for the files skewbench reads (scenarios, grids, targets,
+// tables, and every file of an evidence folder given to verify, compare,
+// report or merge): a regular file, and not through a symbolic link. A FIFO
+// would hang the reader, a device such as /dev/zero would be read without
+// end, and a link can carry a read outside the folder that was given; each
+// is refused before it is opened, naming the path and what it is.
+inline constexpr std::uintmax_t kMaxInputFileBytes = std::uintmax_t{256} << 20;
+
+// A file that breaks the rule above: the command refuses its input (exit 2
+// where the input is the user's; verify names it as a problem of the folder).
+class InputFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What `path` is when it is not a regular file ("is a FIFO", "is a symbolic
+// link to /dev/zero", "does not exist"), or nullopt when it is one. Only the
+// last part is judged: the folders on the way may be links.
+std::optional<std::string> input_file_problem(const std::filesystem::path& path);
+
+// Reads a whole regular file of at most `max_bytes`. Throws InputFileError
+// naming the path when input_file_problem() has one or the file is larger,
+// std::runtime_error naming it when it cannot be read. The file is opened
+// without following a link and without blocking, so a file swapped for a
+// link or a FIFO after the check is refused too.
+std::string read_file(const std::filesystem::path& path, std::uintmax_t max_bytes = kMaxInputFileBytes);
+
+// Opens a regular file to be read line by line (cells.jsonl, which has no
+// size limit). Throws InputFileError as read_file does.
+std::ifstream open_input_file(const std::filesystem::path& path);
+
+// Why `relative` (a '/'-separated path skewbench is about to write inside the
+// folder `root`) must not be written: a folder on the way is a symbolic link
+// or not a folder, or the file itself exists and is not a regular file (a
+// link, a FIFO, a folder). nullopt when it may be written.
+std::optional<std::string> output_path_problem(const std::filesystem::path& root, std::string_view relative);
 
 // The first executable file named `program` in a folder of $PATH (an empty
 // entry is the current folder), or nullopt.

@@ -70,13 +70,24 @@ inline std::string expand_placeholders(std::string_view text, const std::map<std
   return out;
 }
 
-// The placeholders "{name}" (a name of lowercase letters and '_') that
-// `text` holds, in order, as written; "${name}" (the shell's) is not one.
+// Whether `c` may be in a placeholder's name: a letter, a digit, '_' or '-'
+// (the first a letter or '_'). Names skewbench fills in are lower-case; one
+// spelled otherwise ({STORE_PORT}, {store-port}) is still read as a
+// placeholder, so that it is refused as unknown instead of passed on as
+// written.
+inline bool placeholder_name_char(char c, bool first) {
+  const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  return first ? letter : letter || (c >= '0' && c <= '9') || c == '-';
+}
+
+// The placeholders "{name}" (placeholder_name_char) that `text` holds, in
+// order, as written; "${name}" (the shell's) is not one, nor are braces
+// around anything else (an awk program, {a,b}, {1..3}).
 inline std::vector<std::string> placeholders_in(std::string_view text) {
   std::vector<std::string> out;
   for (auto open = text.find('{'); open != std::string_view::npos; open = text.find('{', open + 1)) {
     auto close = open + 1;
-    while (close < text.size() && ((text[close] >= 'a' && text[close] <= 'z') || text[close] == '_')) ++close;
+    while (close < text.size() && placeholder_name_char(text[close], close == open + 1)) ++close;
     if (close == open + 1 || close >= text.size() || text[close] != '}') continue;
     if (open > 0 && text[open - 1] == '$') continue;
     out.emplace_back(text.substr(open, close - open + 1));

@@ -36,15 +36,16 @@ std::uintmax_t file_size_or_zero(const std::optional<std::string>& path) {
 }
 
 // What the service wrote to its log since `offset`, at most kStderrTailBytes.
+// The log's path is not named: it is in a folder removed at exit.
 std::string log_since(const std::optional<std::string>& path, std::uintmax_t offset) {
   if (!path) return "(its stderr is inherited: see above)";
   std::ifstream in(*path, std::ios::binary);
-  if (!in) return "(cannot read its log " + *path + ")";
+  if (!in) return "(its log cannot be read)";
   in.seekg(static_cast<std::streamoff>(offset));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (text.size() > kStderrTailBytes) text = "..." + text.substr(text.size() - kStderrTailBytes);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return text.empty() ? "(its log " + *path + " is empty)" : text;
+  return text.empty() ? "(it wrote nothing to its stderr or stdout)" : text;
 }
 
 // 'text' for /bin/sh: single quotes, each ' written as '\''.
@@ -207,9 +208,9 @@ nlohmann::json Readiness::to_json() const {
 }
 
 std::string expand_command(const std::string& command, const LaunchOptions& options, int port) {
-  // A placeholder is {name} with a lower-case name; other braces (${PORT},
-  // an awk program) are the shell's and stay as written.
-  static const std::regex kPlaceholder(R"(\{[a-z_]+\})");
+  // A placeholder is {name} as text::placeholders_in reads it; other braces
+  // (${PORT}, an awk program) are the shell's and stay as written.
+  static const std::regex kPlaceholder(R"(\{[A-Za-z_][A-Za-z0-9_-]*\})");
   std::string out;
   std::size_t at = 0;
   for (auto it = std::sregex_iterator(command.begin(), command.end(), kPlaceholder); it != std::sregex_iterator();

@@ -191,10 +191,14 @@ TEST_CASE("A service that does not read the clock skewbench drives is an infrast
   const std::string command = std::string("-u LD_PRELOAD ") + SKEWBENCH_REMOTE_EFFECT_BIN +
                               " --port {port} --state-db {state_db} --dedupe {dedupe} --clock system";
   const auto r = run_skewbench({"run", source_path("scenarios/018-unsafe-node-local.json"), "--out",
-                                out.path().string(), "--quiet", "--clock-mode", "real", "--remote-command", command});
+                                out.path().string(), "--clock-mode", "real", "--remote-command", command});
   INFO(r.output);
   CHECK(r.exit_code == 3);
   CHECK_THAT(r.output, ContainsSubstring("does not read the clock skewbench drives"));
+  // Said of the service that was started, and never claimed before it was seen.
+  CHECK_THAT(r.output, ContainsSubstring("service reads its wall clock as"));
+  CHECK_THAT(r.output, !ContainsSubstring("remote-effect reads its wall clock"));
+  CHECK_THAT(r.output, !ContainsSubstring("on a process clock skewbench drives"));
   CHECK(read_json(out.path() / "summary.json")["scenarios"][0]["verdict"] == "ERROR");
 }
 

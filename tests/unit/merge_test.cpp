@@ -206,7 +206,7 @@ TEST_CASE("a shard whose cells.jsonl is missing, short or out of order is refuse
   std::string error;
   SECTION("missing") {
     fs::remove(s2 / "cells.jsonl");
-    error = "cannot read " + s2.string() + "/cells.jsonl";
+    error = "cannot open " + s2.string() + "/cells.jsonl: No such file or directory";
   }
   SECTION("short") {
     lines.pop_back();

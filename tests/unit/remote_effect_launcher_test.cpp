@@ -23,6 +23,10 @@ TEST_CASE("braces that are the shell's stay as written; an unknown placeholder i
         "svc --port ${PORT} | awk '{print $1}'");
   CHECK_THROWS_WITH(re::expand_command("svc --port {prot}", options, 1),
                     Catch::Matchers::ContainsSubstring("unknown placeholder {prot}"));
+  CHECK_THROWS_WITH(re::expand_command("svc --port {PORT}", options, 1),
+                    Catch::Matchers::ContainsSubstring("unknown placeholder {PORT}"));
+  CHECK_THROWS_WITH(re::expand_command("svc --db {state-db}", options, 1),
+                    Catch::Matchers::ContainsSubstring("unknown placeholder {state-db}"));
 }
 
 TEST_CASE("more placeholders are filled in the same pass: what a value brings in is never read again") {

@@ -34,7 +34,7 @@ struct Rendered {
 
   Rendered() {
     write_tiny_sweep(dir.path());
-    files = report::write_report(dir.path(), dir.path());
+    files = report::write_report(dir.path(), dir.path(), false);
     html = read_file(files.html);
   }
   std::string map(const std::string& name) const { return read_file(dir.path() / "maps" / name); }
@@ -149,13 +149,13 @@ TEST_CASE("the report is byte-for-byte the same for the same sweep") {
   Rendered b;
   CHECK(a.html == b.html);
   CHECK(a.map(kBetaEpsMap) == b.map(kBetaEpsMap));
-  CHECK(a.html == read_file(report::write_report(a.dir.path(), a.dir.path()).html));
+  CHECK(a.html == read_file(report::write_report(a.dir.path(), a.dir.path(), true).html));
 }
 
 TEST_CASE("the report refuses a directory without a sweep, naming the file") {
   TempDir dir("skewbench-report-unit");
   try {
-    report::write_report(dir.path(), dir.path());
+    report::write_report(dir.path(), dir.path(), false);
     FAIL("expected ReportInputError");
   } catch (const report::ReportInputError& e) {
     CHECK_THAT(e.what(), ContainsSubstring("not a sweep directory"));
@@ -171,7 +171,7 @@ TEST_CASE("the report refuses a malformed cells.jsonl line, naming the file and 
   write_file_atomically(dir.path() / "cells.jsonl",
                         cells.substr(0, second) + "{\"policy\":\"alpha\",\"parameters\":{},\"verdict\":\"MAYBE\"}\n");
   try {
-    report::write_report(dir.path(), dir.path());
+    report::write_report(dir.path(), dir.path(), false);
     FAIL("expected ReportInputError");
   } catch (const report::ReportInputError& e) {
     CHECK_THAT(e.what(), ContainsSubstring("cells.jsonl:2: $.verdict"));
@@ -185,11 +185,51 @@ TEST_CASE("the report refuses a sweep.json that is not a sweep summary, naming t
   summary["grid"]["axes"][1].erase("values");
   write_file_atomically(dir.path() / "sweep.json", summary.dump());
   try {
-    report::write_report(dir.path(), dir.path());
+    report::write_report(dir.path(), dir.path(), false);
     FAIL("expected ReportInputError");
   } catch (const report::ReportInputError& e) {
     CHECK_THAT(e.what(), ContainsSubstring("sweep.json: $.grid.axes[1].values"));
   }
+}
+
+TEST_CASE("the report writes nothing through a maps/ that is a symbolic link, and refuses before any file") {
+  TempDir dir("skewbench-report-unit");
+  TempDir elsewhere("skewbench-report-unit");
+  write_tiny_sweep(dir.path());
+  std::filesystem::create_directory_symlink(elsewhere.path(), dir.path() / "maps");
+  try {
+    report::write_report(dir.path(), dir.path(), true);
+    FAIL("expected ReportInputError");
+  } catch (const report::ReportInputError& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("passes through the symbolic link " + (dir.path() / "maps").string()));
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(elsewhere.path())) {
+    CHECK(entry.path().filename() == kTempDirOwnerFile);  // no map
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "report.html"));
+}
+
+TEST_CASE("the report replaces an earlier one only when asked to, and never a link in its place") {
+  TempDir dir("skewbench-report-unit");
+  write_tiny_sweep(dir.path());
+  report::write_report(dir.path(), dir.path(), false);
+  const auto html = dir.path() / "report.html";
+  write_file_atomically(html, "mine");
+  try {
+    report::write_report(dir.path(), dir.path(), false);
+    FAIL("expected ReportInputError");
+  } catch (const report::ReportInputError& e) {
+    CHECK_THAT(e.what(), ContainsSubstring(html.string() + " already exists"));
+    CHECK_THAT(e.what(), ContainsSubstring("--overwrite"));
+  }
+  CHECK(read_file(html) == "mine");
+  report::write_report(dir.path(), dir.path(), true);
+  CHECK(read_file(html) != "mine");
+
+  std::filesystem::remove(html);
+  std::filesystem::create_symlink(dir.path() / "sweep.json", html);
+  CHECK_THROWS_WITH(report::write_report(dir.path(), dir.path(), true), ContainsSubstring("is a symbolic link"));
+  CHECK(std::filesystem::is_symlink(html));
 }
 
 TEST_CASE("map file names keep only file-name-safe characters") {

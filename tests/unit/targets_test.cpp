@@ -164,6 +164,19 @@ TEST_CASE("a target file that cannot be used is refused, naming the file and the
   doc = valid_target("lib-a");
   doc["store"]["clock_probe"] = "redis-cli -p {store_prt} TIME";
   CHECK_THAT(refusal(doc), ContainsSubstring("$.store.clock_probe: {store_prt}"));
+  // A placeholder spelled otherwise than skewbench's names is still one, and
+  // refused as unknown instead of passed on as written.
+  for (const auto* spelled : {"{STORE_PORT}", "{store-port}", "{storePort2}"}) {
+    doc = valid_target("lib-a");
+    doc["store"]["command"] = std::string("redis-server --port ") + spelled;
+    CHECK_THAT(refusal(doc), ContainsSubstring(std::string("$.store.command: ") + spelled + " is not a placeholder"));
+    doc = valid_target("lib-a");
+    doc["store"]["clock_probe"] = std::string("redis-cli -p ") + spelled + " TIME";
+    CHECK_THAT(refusal(doc), ContainsSubstring(std::string("$.store.clock_probe: ") + spelled));
+  }
+  doc = valid_target("lib-a");
+  doc["store"]["command"] = "redis-server --port {store_port} | awk '{print $1}' ${HOME} {a,b} {1..3}";
+  CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
   doc = valid_target("lib-a");
   doc["store"]["ready"] = {{"command", "pg_isready -p {sink_url}"}};
   CHECK_THAT(refusal(doc), ContainsSubstring("$.store.ready.command: {sink_url}"));
@@ -449,6 +462,41 @@ TEST_CASE("the findings are held against the committed table, each difference na
   CHECK_THROWS_WITH(targets::read_expected_table("no table here\n"), ContainsSubstring("no findings table"));
   // The table a run writes reads back as the table it compares with.
   CHECK(targets::differences({a, b}, targets::read_expected_table(targets::markdown_table({a, b})), {"t"}).empty());
+}
+
+TEST_CASE("an expected table with two rows for one target and scenario that disagree is refused, naming both lines") {
+  const std::string head =
+      "| target | scenario | verdict | POSTs | effects | expiry decided by | why |\n|---|---|---|---|---|---|---|\n";
+  const auto twice = head + "| t | a | SAFE | 2 | 1 | n/a | fine |\n| t | a | CONFLICT | 2 | 2 | instance | not |\n";
+  CHECK_THROWS_WITH(targets::read_expected_table(twice),
+                    ContainsSubstring("lines 3 and 4 are both the row of t × a and contradict each other"));
+  // The same row twice says one thing.
+  const auto same = head + "| t | a | SAFE | 2 | 1 | n/a | fine |\n| t | a | SAFE | 2 | 1 | n/a | again |\n";
+  CHECK(targets::read_expected_table(same).size() == 2);
+}
+
+TEST_CASE("an expected table's cells are read as Markdown reads them, and every word written is escaped") {
+  const std::string table =
+      "| target | scenario | verdict | POSTs | effects | expiry decided by | why |\n|---|---|---|---|---|---|---|\n"
+      "| t | a | SAFE | 2 | 1 | n/a | reads a \\| b, and x\\_y |\n";
+  const auto rows = targets::read_expected_table(table);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].decided_by == "n/a");
+  CHECK(rows[0].why == "reads a | b, and x_y");
+
+  auto row = targets::not_applicable("t", "a", "<script>alert(1)</script> | &amp; *bold*");
+  row.verdict = "ERROR";
+  const auto md = targets::findings_markdown({row}, {}, {"t × a: verdict is ERROR (<img src=x onerror=alert(1)>)"});
+  for (std::size_t at = md.find('<'); at != std::string::npos; at = md.find('<', at + 1)) {
+    INFO(md.substr(at));
+    CHECK((at > 0 && md[at - 1] == '\\'));  // every '<' escaped: no tag is rendered
+  }
+  CHECK_THAT(md, ContainsSubstring("\\<script>alert(1)\\</script> \\| \\&amp; \\*bold\\*"));
+  CHECK_THAT(md, ContainsSubstring("- t × a: verdict is ERROR (\\<img src=x onerror=alert(1)>)"));
+  // What is written reads back as the words that were measured.
+  const auto back = targets::read_expected_table(md);
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].why == row.note);
 }
 
 // The store's clock as the store reads it: the probe's first whole number, or

@@ -6,6 +6,7 @@
 #include "app/run.hpp"
 #include "common/errors.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "runner/session.hpp"
 #include "targets/target.hpp"
 
@@ -72,6 +73,35 @@ std::optional<Inputs> read_inputs(const TargetsRequest& request, Observer& obser
   return in;
 }
 
+// Why the run may not write into --out, before anything starts: findings.md,
+// findings.json and each target's folder are replaced only with
+// --overwrite, and none may be (or lie behind) a symbolic link.
+std::optional<std::string> out_problem(const TargetsRequest& request, const std::vector<targets::Target>& targets) {
+  const fs::path out_dir = request.out_dir;
+  std::vector<std::string> existing;
+  const auto check = [&](const std::string& relative, bool is_folder) -> std::optional<std::string> {
+    const auto path = out_dir / relative;
+    std::error_code ec;
+    const auto status = fs::symlink_status(path, ec);
+    if (ec || !fs::exists(status)) return std::nullopt;
+    if (fs::is_symlink(status)) return path.string() + " is a symbolic link; skewbench never writes through a link";
+    if (is_folder != fs::is_directory(status)) {
+      return path.string() + " is " + (is_folder ? "not a folder" : "not a regular file");
+    }
+    if (!is_folder || !fs::is_empty(path, ec)) existing.push_back(path.string());
+    return std::nullopt;
+  };
+  for (const char* name : {"findings.md", "findings.json"}) {
+    if (auto problem = check(name, false)) return problem;
+  }
+  for (const auto& target : targets) {
+    if (auto problem = check(target.name, true)) return problem;
+  }
+  if (existing.empty() || request.overwrite) return std::nullopt;
+  return text::join(existing, ", ") + (existing.size() == 1 ? " exists" : " exist") +
+         " (an earlier run's findings or evidence); pass --overwrite to replace them, or another --out";
+}
+
 // Why `target` cannot run `s`, or nothing when it can.
 std::optional<std::string> not_runnable(const targets::Target& target, const scenario::Scenario& s) {
   if (!target.store && !s.kinds_that(&steps::StepNeeds::store_control).empty()) {
@@ -124,26 +154,10 @@ std::vector<targets::FindingRow> rows_of(const targets::Target& target, const st
 void write_findings(const fs::path& out_dir, const std::vector<targets::Target>& ran, const TargetsOutcome& outcome) {
   json document = {{"targets", json::array()}, {"rows", json::array()}, {"differences", outcome.differences}};
   for (const auto& t : ran) document["targets"].push_back(t.to_json());
-  std::string duplicates;
-  for (const auto& row : outcome.rows) {
-    document["rows"].push_back(row.to_json());
-    if (row.duplicate.is_null()) continue;
-    const auto& d = row.duplicate;
-    duplicates +=
-        "- " + row.target + " × " + row.scenario + ": step " + d["step"].dump() + " (" + d["kind"].get<std::string>() +
-        ") was applied again by " + (d["instance"].is_string() ? d["instance"].get<std::string>() : row.target) +
-        " at its clock " + d["instance_clock_s"].dump() + " s, the store's " +
-        (d["store_clock_s"].is_null() ? std::string("(no store process)") : d["store_clock_s"].dump() + " s") +
-        ", the key's expiry " + d["key_expires_at_s"].dump() + " s: `" + row.evidence + "`\n";
-  }
+  for (const auto& row : outcome.rows) document["rows"].push_back(row.to_json());
   write_file_atomically(out_dir / "findings.json", document.dump(2) + "\n");
-  std::string md = "# Findings\n\n" + targets::markdown_table(outcome.rows, outcome.expected);
-  if (!duplicates.empty()) md += "\n## The exchanges that duplicated an effect\n\n" + duplicates;
-  if (!outcome.differences.empty()) {
-    md += "\n## Differences from the expected table\n\n";
-    for (const auto& d : outcome.differences) md += "- " + d + "\n";
-  }
-  write_file_atomically(out_dir / "findings.md", md);
+  write_file_atomically(out_dir / "findings.md",
+                        targets::findings_markdown(outcome.rows, outcome.expected, outcome.differences));
 }
 
 }  // namespace
@@ -182,6 +196,10 @@ TargetsOutcome run_targets(const TargetsRequest& request, const std::atomic<bool
   if (!inputs) return {.exit_code = exit_code::kUsage, .rows = {}, .expected = {}, .differences = {}};
   outcome.expected = inputs->expected;
   const fs::path out_dir = request.out_dir;
+  if (const auto problem = out_problem(request, inputs->targets)) {
+    observer.say("--out " + request.out_dir + ": " + *problem);
+    return {.exit_code = exit_code::kUsage, .rows = {}, .expected = {}, .differences = {}};
+  }
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) {

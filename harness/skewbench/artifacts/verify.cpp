@@ -29,9 +29,13 @@ class Checker {
 
   // Parses a file and checks it against a schema; nullopt when either fails.
   std::optional<json> document(const std::string& file, const std::string& schema) {
+    if (unreadable_.contains(file)) return std::nullopt;  // named once, by check_manifest
     json doc;
     try {
       doc = parse_bounded_json(read_file(dir_ / file));
+    } catch (const InputFileError& e) {
+      problem(file, e.what());
+      return std::nullopt;
     } catch (const std::exception& e) {
       problem(file, std::string("not JSON: ") + e.what());
       return std::nullopt;
@@ -54,6 +58,7 @@ class Checker {
 
  private:
   fs::path dir_;
+  std::set<std::string> unreadable_;  // listed files that are not regular files
   Manifest manifest_;
   Verification result_;
 };
@@ -72,10 +77,10 @@ bool Checker::check_manifest() {
   for (const auto& f : manifest_.files) {
     std::error_code ec;
     const auto path = dir_ / f.path;
-    if (fs::is_symlink(path, ec)) {
-      problem(f.path, "is a symbolic link; skewbench writes only regular files");
-    } else if (!fs::is_regular_file(path, ec)) {
-      problem(f.path, "listed in the manifest but missing");
+    if (const auto what = input_file_problem(path)) {
+      // Never opened: a FIFO would hang the check, a link carry it elsewhere.
+      unreadable_.insert(f.path);
+      problem(f.path, *what == "does not exist" ? "listed in the manifest but missing" : *what);
     } else if (fs::file_size(path, ec) != f.bytes) {
       problem(f.path, "has " + std::to_string(fs::file_size(path, ec)) + " bytes, the manifest says " +
                           std::to_string(f.bytes) + ": the file changed after skewbench wrote it");
@@ -128,8 +133,12 @@ void Checker::check_run() {
     row_by_id[(*evidence)["scenario_id"].get<std::string>()] = std::move(implied);
   }
   for (const auto* benchmark : published::series_benchmarks()) {
-    if (!manifest_.lists(benchmark->result_file)) continue;
-    if (!json::accept(read_file(dir_ / benchmark->result_file))) problem(benchmark->result_file, "not JSON");
+    if (!manifest_.lists(benchmark->result_file) || unreadable_.contains(benchmark->result_file)) continue;
+    try {
+      if (!json::accept(read_file(dir_ / benchmark->result_file))) problem(benchmark->result_file, "not JSON");
+    } catch (const std::exception& e) {
+      problem(benchmark->result_file, e.what());
+    }
   }
   if (!summary) return;
   for (std::size_t i = 0; i < (*summary)["scenarios"].size(); ++i) check_row(i, (*summary)["scenarios"][i], row_by_id);
@@ -162,9 +171,12 @@ void Checker::check_row(std::size_t i, const json& row, std::map<std::string, js
 
 void Checker::check_sweep() {
   const auto summary = document("sweep.json", "sweep");
-  std::ifstream in(dir_ / "cells.jsonl");
-  if (!in) {
-    problem("cells.jsonl", "cannot be read");
+  if (unreadable_.contains("cells.jsonl")) return;
+  std::ifstream in;
+  try {
+    in = open_input_file(dir_ / "cells.jsonl");
+  } catch (const std::exception& e) {
+    problem("cells.jsonl", e.what());
     return;
   }
   Sha256 digest;

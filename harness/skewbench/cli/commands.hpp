@@ -87,6 +87,7 @@ int print_target_template(const std::string& name);
 struct ReportArgs {
   std::string sweep_dir;
   std::optional<std::string> out_dir;  // default: sweep_dir
+  bool overwrite = false;              // replace an earlier report's files
 };
 int render_report(const ReportArgs& args);
 

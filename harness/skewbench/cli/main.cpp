@@ -315,9 +315,11 @@ CLI::App* add_report(CLI::App& app, cli::ReportArgs& report) {
   auto* command = app.add_subcommand("report", "draw a sweep as report.html and one SVG heat map per policy and map");
   command->add_option("dir", report.sweep_dir, "the sweep directory (sweep.json and cells.jsonl)")->required();
   command->add_option("--out", report.out_dir, "directory for report.html and maps/ (default: the sweep directory)");
+  command->add_flag("--overwrite", report.overwrite, "replace the report.html and maps an earlier report wrote");
   command->footer(footer("skewbench report sweeps/eps",
                          "  0    written\n"
-                         "  2    not a sweep directory, or a malformed file (named)\n"
+                         "  2    not a sweep directory, a malformed file (named), an existing report without\n"
+                         "       --overwrite, or an output that is a symbolic link or inside one\n"
                          "  3    the output could not be written\n"));
   return command;
 }

@@ -1,7 +1,9 @@
 // skewbench report DIR: the sweep in DIR as report.html and one SVG per map.
 //
 // Exit codes: 0 written; 2 DIR is not a sweep directory or its files are
-// malformed (the message names the file); 3 the output could not be written.
+// malformed (the message names the file), or an output exists without
+// --overwrite or would be written through a link; 3 the output could not be
+// written.
 
 #include <iostream>
 #include <memory>
@@ -37,7 +39,7 @@ int render_report(const ReportArgs& args) {
     }
   }
   try {
-    const auto files = report::write_report(args.sweep_dir, out_dir);
+    const auto files = report::write_report(args.sweep_dir, out_dir, args.overwrite);
     auto written = files.maps;
     written.push_back(files.html);
     artifacts::add_report_to_manifest(out_dir, written);

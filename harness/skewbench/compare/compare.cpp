@@ -237,8 +237,12 @@ void check_grids(const json& base, const json& cand, const fs::path& base_dir, c
 // Reads cells.jsonl line by line and recomputes its core digest on the way.
 class CellReader {
  public:
-  CellReader(const fs::path& dir, const char* side) : path_(dir / "cells.jsonl"), side_(side), in_(path_) {
-    if (!in_) throw CannotCompare("cannot read " + path_.string() + " (the " + side + ")");
+  CellReader(const fs::path& dir, const char* side) : path_(dir / "cells.jsonl"), side_(side) {
+    try {
+      in_ = open_input_file(path_);
+    } catch (const std::exception& e) {
+      throw CannotCompare(std::string(e.what()) + " (the " + side + ")");
+    }
   }
 
   std::optional<json> next() {

@@ -75,7 +75,10 @@ std::string HttpRemote::name(const std::string& method, const std::string& path)
 
 std::string HttpRemote::describe_failure(const http::Exchange& exchange) const {
   if (exchange.error == httplib::Error::Read) {
-    return "the connection closed without a response (reset, or the remote stopped); " +
+    // The HTTP client reports a connection closed early and bytes that are
+    // not an HTTP answer alike: the message names both.
+    return "the connection ended without a whole HTTP answer (closed or reset, the remote stopped, or it sent "
+           "bytes that are not HTTP); " +
            http::received_so_far(exchange);
   }
   return failure_reason(exchange.error, base_url_);

@@ -188,8 +188,10 @@ std::optional<std::int64_t> StoreProcess::wall_clock_s() const {
     throw why("did not answer within " + std::to_string(options_.probe_timeout.count()) + " s");
   }
   if (result.exit_code != 0) {
-    throw why("exited with code " + std::to_string(result.exit_code) + " (its stderr is in " + log_path_.string() +
-              "): " + std::string(text::trim(result.output)));
+    // Its stderr went to the store's log, which is in a folder removed at
+    // exit: the message carries the log's end instead of its path.
+    throw why("exited with code " + std::to_string(result.exit_code) + ": " + std::string(text::trim(result.output)) +
+              "; the store's log ends: " + std::string(text::trim(log_tail(log_path_))));
   }
   std::smatch number;
   if (!std::regex_search(result.output, number, std::regex("-?[0-9]+"))) {

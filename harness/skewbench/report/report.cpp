@@ -288,8 +288,23 @@ std::string page_html(const SweepInfo& sweep, const Tally& tally, const std::vec
 void require_sweep_dir(const fs::path& dir) {
   std::error_code ec;
   for (const char* name : {"sweep.json", "cells.jsonl"}) {
-    if (!fs::is_regular_file(dir / name, ec)) {
+    if (!fs::exists(fs::symlink_status(dir / name, ec))) {
       throw ReportInputError(dir.string() + " is not a sweep directory: " + (dir / name).string() + " is missing");
+    }
+    if (const auto problem = input_file_problem(dir / name))
+      throw ReportInputError((dir / name).string() + " " + *problem);
+  }
+}
+
+// Every file the report will write may be written: checked before the first
+// one is, so a refusal leaves nothing behind.
+void require_writable(const fs::path& out_dir, const std::vector<std::string>& relative_paths, bool overwrite) {
+  for (const auto& relative : relative_paths) {
+    if (const auto problem = output_path_problem(out_dir, relative)) throw ReportInputError("cannot write " + *problem);
+    std::error_code ec;
+    if (!overwrite && fs::exists(out_dir / relative, ec)) {
+      throw ReportInputError((out_dir / relative).string() +
+                             " already exists (an earlier report); pass --overwrite to replace it");
     }
   }
 }
@@ -306,12 +321,15 @@ std::string map_file_name(const std::string& policy_label, const std::string& x_
   return name + ".svg";
 }
 
-ReportFiles write_report(const fs::path& sweep_dir, const fs::path& out_dir) {
+ReportFiles write_report(const fs::path& sweep_dir, const fs::path& out_dir, bool overwrite) {
   require_sweep_dir(sweep_dir);
   const auto sweep = read_sweep_info(sweep_dir / "sweep.json");
   auto slices = make_slices(sweep);
   const auto tally = stream_cells(sweep_dir / "cells.jsonl", sweep, slices);
   const auto maps = render_maps(slices);
+  std::vector<std::string> outputs = {"report.html"};
+  for (const auto& name : maps.files) outputs.push_back("maps/" + name);
+  require_writable(out_dir, outputs, overwrite);
   ReportFiles files;
   for (std::size_t k = 0; k < slices.size(); ++k) {
     files.maps.push_back(out_dir / "maps" / maps.files[k]);

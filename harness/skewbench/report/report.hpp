@@ -20,8 +20,11 @@ struct ReportFiles {
 // Reads sweep_dir/sweep.json, streams sweep_dir/cells.jsonl, and writes
 // out_dir/report.html and out_dir/maps/<policy>__<x>__by__<y>.svg, each
 // atomically. The output depends only on the two input files. Throws
-// ReportInputError when sweep_dir does not hold a readable sweep.
-ReportFiles write_report(const std::filesystem::path& sweep_dir, const std::filesystem::path& out_dir);
+// ReportInputError, before anything is written, when sweep_dir does not hold
+// a readable sweep, when a file to write would go through a symbolic link or
+// over something that is not a regular file, or when one exists and
+// `overwrite` is false.
+ReportFiles write_report(const std::filesystem::path& sweep_dir, const std::filesystem::path& out_dir, bool overwrite);
 
 // "<policy>__<x>__by__<y>.svg" with every character outside [A-Za-z0-9._-]
 // replaced by '_'.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "scenario/verdict.hpp"
@@ -138,8 +139,12 @@ std::vector<Slice> make_slices(const SweepInfo& sweep) {
 }
 
 Tally stream_cells(const fs::path& cells_jsonl, const SweepInfo& sweep, std::vector<Slice>& slices) {
-  std::ifstream in(cells_jsonl);
-  if (!in) throw ReportInputError(cells_jsonl.string() + ": cannot open");
+  std::ifstream in;
+  try {
+    in = open_input_file(cells_jsonl);
+  } catch (const std::exception& e) {
+    throw ReportInputError(e.what());
+  }
   Tally tally;
   std::string line;
   for (std::uint64_t number = 1; std::getline(in, line); ++number) {

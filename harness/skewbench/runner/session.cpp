@@ -210,7 +210,11 @@ std::optional<std::string> service_options_problem(const StackOptions& services)
       if (services.own_wire) launch.placeholders["{sink_url}"] = "http://127.0.0.1:1/instance/check";
       remote_effect::expand_command(*services.remote_command, launch, 0);
     } catch (const std::invalid_argument& e) {
-      return std::string("--remote-command: ") + e.what();
+      // A target's command is its file's, not an option the user gave.
+      return (services.target.is_object()
+                  ? "target " + services.target.value("name", std::string()) + ": $.service.command: "
+                  : std::string("--remote-command: ")) +
+             e.what();
     }
     return std::nullopt;
   }

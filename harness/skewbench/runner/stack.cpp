@@ -119,13 +119,19 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
               << (options.remote_command ? "the remote service: " + *options.remote_command
                                          : "remote-effect (" + binary + ")")
               << (instances > 1 ? " x" + std::to_string(instances) + ", one per job" : "")
-              << (options.clock_mode == ClockMode::real ? ", on a process clock skewbench drives (libfaketime)" : "")
+              << (options.clock_mode == ClockMode::real
+                      ? ", with libfaketime preloaded (whether it reads the clock skewbench drives is checked at "
+                        "each reading of it)"
+                      : "")
               << "\n";
   }
   for (unsigned i = 0; i < instances; ++i) {
     // The first keeps the names it always had; the others are numbered.
-    // A target's instances are named after it.
-    const auto base = options.target.is_object() ? options.target.value("name", "service") : "remote-effect";
+    // A target's instances are named after it; a service of --remote-command
+    // is not remote-effect, whatever it runs.
+    const auto base = options.target.is_object() ? options.target.value("name", "service")
+                      : options.remote_command   ? std::string("service")
+                                                 : std::string("remote-effect");
     const auto name = i == 0 ? base : base + "-" + std::to_string(i + 1);
     auto launch = std::make_unique<remote_effect::LaunchOptions>();
     launch->binary = binary;

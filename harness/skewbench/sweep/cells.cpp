@@ -1,5 +1,6 @@
 #include "sweep/cells.hpp"
 
+#include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "scenario/verdict.hpp"
 
@@ -50,8 +51,7 @@ std::string CellWriter::finish() {
 
 PreviousCells::PreviousCells(const std::string& path, std::uint64_t cells_total)
     : path_(path), kept_(cells_total, false) {
-  std::ifstream scan(path);
-  if (!scan) throw std::runtime_error("cannot read " + path);
+  auto scan = open_input_file(path);
   std::string line;
   for (std::uint64_t number = 1; std::getline(scan, line); ++number) {
     // getline stops at the end of the file without a newline only on the last line.
@@ -78,7 +78,7 @@ PreviousCells::PreviousCells(const std::string& path, std::uint64_t cells_total)
     }
     ++whole_lines_;
   }
-  in_.open(path);
+  in_ = open_input_file(path);
 }
 
 json PreviousCells::take(std::uint64_t cell) {

@@ -90,8 +90,11 @@ void ShardMerge::open_cells() {
   inputs_ = std::vector<std::ifstream>(count_);
   for (std::size_t i = 0; i < summaries_.size(); ++i) {
     auto& in = inputs_[index_of_shard(summaries_[i]) - 1];
-    in.open(fs::path(dirs_[i]) / "cells.jsonl");
-    if (!in) throw MergeError("cannot read " + dirs_[i] + "/cells.jsonl");
+    try {
+      in = open_input_file(fs::path(dirs_[i]) / "cells.jsonl");
+    } catch (const std::exception& e) {
+      throw MergeError(e.what());
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 #include "targets/findings.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -128,18 +129,45 @@ void decide(FindingRow& row, const json& evidence) {
 
 std::string cell(const std::optional<std::int64_t>& value) { return value ? std::to_string(*value) : kDash; }
 
+// The cells of a table row as Markdown reads them: "\|" is a pipe inside a
+// cell, not a border, and a backslash before any other ASCII punctuation is
+// an escape (markdown_escape writes them), so a cell reads back as the text
+// that was written.
 std::vector<std::string> split_row(const std::string& line) {
   std::vector<std::string> cells;
   std::string current;
   for (std::size_t i = 1; i < line.size(); ++i) {
-    if (line[i] == '|') {
+    const char c = line[i];
+    if (c == '\\' && i + 1 < line.size() && std::ispunct(static_cast<unsigned char>(line[i + 1])) != 0) {
+      current += line[++i];
+    } else if (c == '|') {
       cells.emplace_back(text::trim(current));
       current.clear();
     } else {
-      current += line[i];
+      current += c;
     }
   }
   return cells;
+}
+
+// Two rows of the table for one target and scenario that say different
+// things: the table cannot be held against a run.
+void refuse_contradictions(const std::vector<ExpectedRow>& rows) {
+  std::map<std::string, const ExpectedRow*> first;
+  for (const auto& row : rows) {
+    const auto [it, fresh] = first.emplace(row.target + " × " + row.scenario, &row);
+    if (fresh) continue;
+    const auto& e = *it->second;
+    if (e.verdict == row.verdict && e.post_requests == row.post_requests && e.effect_count == row.effect_count &&
+        e.decided_by == row.decided_by) {
+      continue;
+    }
+    throw std::invalid_argument("lines " + std::to_string(e.line) + " and " + std::to_string(row.line) +
+                                " are both the row of " + it->first + " and contradict each other (" + e.verdict +
+                                ", " + e.post_requests + ", " + e.effect_count + ", " + e.decided_by + " against " +
+                                row.verdict + ", " + row.post_requests + ", " + row.effect_count + ", " +
+                                row.decided_by + "); keep one");
+  }
 }
 
 std::string key_of(const std::string& target, const std::string& scenario) { return target + " × " + scenario; }
@@ -249,6 +277,7 @@ std::vector<ExpectedRow> read_expected_table(const std::string& markdown) {
   if (!in_table) {
     throw std::invalid_argument("no findings table (a header \"| " + text::join(kColumns, " | ") + " |\")");
   }
+  refuse_contradictions(out);
   return out;
 }
 
@@ -268,9 +297,16 @@ std::string markdown_table(const std::vector<FindingRow>& rows, const std::vecto
   std::string out = "| " + text::join(kColumns, " | ") + " |\n|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     const auto it = why.find(key_of(r.target, r.scenario));
-    out += "| " + r.target + " | " + r.scenario + " | " + r.verdict + " | " + cell(r.post_requests) + " | " +
-           cell(r.effect_count) + " | " + r.decided_by + " | " +
-           (it == why.end() ? text::markdown_escape(r.note) : it->second) + " |\n";
+    const std::vector<std::string> cells = {r.target,
+                                            r.scenario,
+                                            r.verdict,
+                                            cell(r.post_requests),
+                                            cell(r.effect_count),
+                                            r.decided_by,
+                                            it == why.end() ? r.note : it->second};
+    out += "|";
+    for (const auto& c : cells) out += " " + text::markdown_escape(c) + " |";
+    out += "\n";
   }
   return out;
 }
@@ -308,6 +344,31 @@ std::vector<std::string> differences(const std::vector<FindingRow>& rows, const 
     out.push_back(key + " (line " + std::to_string(e->line) + "): in the table, but the run has no such row");
   }
   return out;
+}
+
+std::string findings_markdown(const std::vector<FindingRow>& rows, const std::vector<ExpectedRow>& expected,
+                              const std::vector<std::string>& differences) {
+  std::string duplicates;
+  for (const auto& row : rows) {
+    if (row.duplicate.is_null()) continue;
+    const auto& d = row.duplicate;
+    duplicates +=
+        "- " +
+        text::markdown_escape(
+            row.target + " × " + row.scenario + ": step " + d["step"].dump() + " (" + d.value("kind", std::string()) +
+            ") was applied again by " + (d["instance"].is_string() ? d["instance"].get<std::string>() : row.target) +
+            " at its clock " + d["instance_clock_s"].dump() + " s, the store's " +
+            (d["store_clock_s"].is_null() ? std::string("(no store process)") : d["store_clock_s"].dump() + " s") +
+            ", the key's expiry " + d["key_expires_at_s"].dump() + " s: " + row.evidence) +
+        "\n";
+  }
+  std::string md = "# Findings\n\n" + markdown_table(rows, expected);
+  if (!duplicates.empty()) md += "\n## The exchanges that duplicated an effect\n\n" + duplicates;
+  if (!differences.empty()) {
+    md += "\n## Differences from the expected table\n\n";
+    for (const auto& d : differences) md += "- " + text::markdown_escape(d) + "\n";
+  }
+  return md;
 }
 
 }  // namespace skewbench::targets

@@ -78,11 +78,21 @@ struct ExpectedRow {
 
 // The findings table in a Markdown text: the table whose header starts
 // "| target | scenario | verdict | POSTs | effects | expiry decided by |".
-// Throws std::invalid_argument when there is none, or a row is malformed.
+// Cells are read as Markdown reads them ("\|" is a pipe in a cell, "\_" an
+// underscore). Throws std::invalid_argument when there is none, a row is
+// malformed, or two rows for one target and scenario contradict each other
+// (naming both lines).
 std::vector<ExpectedRow> read_expected_table(const std::string& markdown);
 
-// The rows as that table writes them; "why" from `expected` where it has the row.
+// The rows as that table writes them; "why" from `expected` where it has the
+// row. Every cell is escaped (text::markdown_escape): a service's words,
+// HTML included, are shown as text, never rendered.
 std::string markdown_table(const std::vector<FindingRow>& rows, const std::vector<ExpectedRow>& expected = {});
+
+// findings.md: the table, the exchanges that duplicated an effect, and the
+// differences from the expected table, every word escaped as in the table.
+std::string findings_markdown(const std::vector<FindingRow>& rows, const std::vector<ExpectedRow>& expected,
+                              const std::vector<std::string>& differences);
 
 // Every difference between what ran and what `expected` says of the targets
 // that ran (other targets' rows are not asked about): a row that differs,
