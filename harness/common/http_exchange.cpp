@@ -6,12 +6,16 @@
 #include <optional>
 #include <stdexcept>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/elapsed.hpp"
 #include "common/stop_request.hpp"
+#include "common/text.hpp"
 
 namespace skewbench::http {
 namespace {
@@ -39,6 +43,63 @@ std::optional<std::uint64_t> declared_length(const httplib::Response& head) {
 }
 
 }  // namespace
+
+namespace {
+
+// The first bytes (at most max_bytes) a service sends back to `request` on a
+// new connection within the deadline; nullopt when no connection was made.
+std::optional<std::string> raw_answer_prefix(const std::string& host, int port, const std::string& request,
+                                             std::chrono::milliseconds deadline, std::size_t max_bytes) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host.c_str(), &address.sin_addr) != 1) {
+    return std::nullopt;
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return std::nullopt;
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() { ::close(fd); }
+  } close_on_exit{fd};
+  const auto until = Clock::now() + deadline;
+  const auto wait_for = [&](short events) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+    pollfd p{fd, events, 0};
+    return left > 0 && ::poll(&p, 1, static_cast<int>(left)) == 1;
+  };
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (errno != EINPROGRESS || !wait_for(POLLOUT) || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 ||
+        error != 0) {
+      return std::nullopt;
+    }
+  }
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+    return std::nullopt;
+  }
+  std::string bytes;
+  char buffer[256];
+  while (bytes.size() < max_bytes && wait_for(POLLIN)) {
+    const auto n = ::recv(fd, buffer, std::min(sizeof buffer, max_bytes - bytes.size()), 0);
+    if (n <= 0) break;
+    bytes.append(buffer, static_cast<std::size_t>(n));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::string not_http_evidence(const std::string& host, int port, const std::string& path,
+                              std::chrono::milliseconds deadline) {
+  const auto bytes = raw_answer_prefix(
+      host, port, "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n", deadline, 64);
+  if (!bytes || bytes->starts_with("HTTP/1.")) return "";
+  const auto asked = "a GET " + path + " sent again on a new connection was ";
+  if (bytes->empty()) return asked + "closed without a byte";
+  return asked + "answered with bytes that are not HTTP: \"" + text::short_prefix(*bytes, 64) + "\"";
+}
 
 std::string received_so_far(const Exchange& exchange) {
   if (!exchange.head_received) return "no answer head had arrived";

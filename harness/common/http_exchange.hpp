@@ -56,6 +56,18 @@ struct Exchange {
   bool answered() const { return end == ExchangeEnd::answered; }
 };
 
+// For an exchange that ended before an answer head could be read: cpp-httplib
+// reports a connection closed early and bytes that are not HTTP alike, and
+// keeps no byte of either. This asks again, harmlessly: a plain
+// "GET <path>" on a connection of its own, within `deadline`, reading at most
+// 64 bytes. It says what came back when that is not HTTP ("a GET /health
+// sent again on a new connection was answered with bytes that are not HTTP:
+// \"\x00garbage\"", or "... was closed without a byte"), and nothing when it
+// is an HTTP answer or no connection could be made. Never sent for an effect:
+// only a GET, which changes nothing.
+std::string not_http_evidence(const std::string& host, int port, const std::string& path,
+                              std::chrono::milliseconds deadline = std::chrono::milliseconds(1000));
+
 // What had arrived of an exchange that did not end in an answer, for an error
 // message: "no answer head had arrived" or "the head (HTTP 200) and 3 bytes of
 // the body had arrived".

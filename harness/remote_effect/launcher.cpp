@@ -61,11 +61,26 @@ std::string connect_host(const std::string& host) {
 // left of the time to get ready.
 constexpr std::chrono::milliseconds kHealthCheckDeadline{2000};
 constexpr std::string_view kNothingAnswered = "nothing answered yet";
+// How long the second GET that shows what a service sends instead of HTTP
+// may take.
+constexpr std::int64_t kNotHttpProbeMs = 1000;
 
 // What GET /health answers now: nullopt while nothing listens or the answer
 // is not a ready one; the reason it is not ready in `why`. The exchange is
 // bounded (deadline, size) and its body read by the bounded JSON parser: the
 // service is not trusted yet. A stop request throws Interrupted.
+// Why an exchange failed, and when the HTTP client could not read an answer
+// head, what a second GET of `path` shows (bytes that are not HTTP, or a
+// connection closed at once).
+std::string failure_of(const http::Exchange& answer, const std::string& host, int port, const std::string& path,
+                       std::chrono::milliseconds left) {
+  const auto reason = httplib::to_string(answer.error);
+  if (answer.error != httplib::Error::Read || answer.head_received) return reason;
+  const auto evidence =
+      http::not_http_evidence(host, port, path, std::min(left, std::chrono::milliseconds(kNotHttpProbeMs)));
+  return evidence.empty() ? reason : "no HTTP answer could be read (" + evidence + ")";
+}
+
 std::optional<nlohmann::json> healthy_answer(const std::string& host, int port, DedupeMode mode,
                                              std::chrono::milliseconds left, std::string& why) {
   const auto deadline = std::clamp(left, std::chrono::milliseconds(1), kHealthCheckDeadline);
@@ -79,7 +94,7 @@ std::optional<nlohmann::json> healthy_answer(const std::string& host, int port, 
     case http::ExchangeEnd::stopped:
       throw Interrupted();
     case http::ExchangeEnd::failed:
-      why = "GET /health: " + httplib::to_string(answer.error);
+      why = "GET /health: " + failure_of(answer, connect_host(host), port, "/health", deadline);
       return std::nullopt;
     case http::ExchangeEnd::too_large:
       why = "GET /health: its body is larger than " + std::to_string(http::kDefaultMaxAnswerBytes) + " bytes";
@@ -136,7 +151,10 @@ bool own_readiness(const LaunchOptions& options, int port, std::uintmax_t log_of
       if (answer.end == http::ExchangeEnd::stopped) throw Interrupted();
       if (answer.head_received && answer.status >= 200 && answer.status < 300) return true;
       why = "GET " + ready.value + ": " +
-            (answer.head_received ? "answered " + std::to_string(answer.status) : http::received_so_far(answer));
+            (answer.head_received ? "answered " + std::to_string(answer.status)
+             : answer.end == http::ExchangeEnd::failed
+                 ? failure_of(answer, connect_host(options.host), port, ready.value, left)
+                 : http::received_so_far(answer));
       return false;
     }
     case Readiness::Kind::tcp_port: {

@@ -14,6 +14,7 @@ else 404). Modes:
   deep     200 OK with a /health whose "deep" field nests --depth arrays
            (default 2,000,000)
   silent   reads the request and never answers
+  garbage  answers bytes that are not HTTP (GARBAGE below), then closes
 Prints {"port": N} on stdout once it listens, then "request METHOD PATH" for
 each request it reads. It exits on SIGTERM or SIGINT.
 """
@@ -36,6 +37,8 @@ HEALTH = {
 }
 
 stop = threading.Event()
+
+GARBAGE = b"\x00\x7fnot http <b>at all</b>\r\n\r\n"
 
 
 def head(status, length=None, chunked=False):
@@ -123,6 +126,9 @@ class Handler(socketserver.BaseRequestHandler):
         body = prefix + b"[" * depth + b"]" * depth + b"}"
         self.request.sendall(head(200, len(body)) + body)
 
+    def answer_garbage(self, path):
+        self.request.sendall(GARBAGE)
+
     def answer_silent(self, path):
         while self.request.recv(65536):
             pass
@@ -135,7 +141,7 @@ class Server(socketserver.ThreadingTCPServer):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", required=True, choices=["honest", "trickle", "huge", "deep", "silent"])
+    parser.add_argument("--mode", required=True, choices=["honest", "trickle", "huge", "deep", "silent", "garbage"])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--on", default="/")
     parser.add_argument("--depth", type=int, default=2_000_000)

@@ -205,6 +205,18 @@ TEST_CASE("an answer trickled one byte a second ends the run at --http-timeout, 
   CHECK_THAT(error, ContainsSubstring("no answer head had arrived"));
 }
 
+TEST_CASE("a service that answers bytes that are not HTTP is named with those bytes, never as a closed connection") {
+  HostileServer server({"--mode", "garbage"});
+  TempDir tmp("skewbench-hostile");
+  const auto ended = run_measured(run_args(server.url(), tmp.path() / "out"));
+  INFO(ended.output);
+  CHECK(ended.exit_code == 3);
+  CHECK(ended.seconds < 10);
+  CHECK_THAT(ended.output, ContainsSubstring("or it sent bytes that are not HTTP"));
+  CHECK_THAT(ended.output, ContainsSubstring("answered with bytes that are not HTTP: \"\\x00\\x7fnot http"));
+  CHECK_THAT(ended.output, !ContainsSubstring("closed without a response"));
+}
+
 TEST_CASE("an answer that never starts ends the run at --http-timeout, exit 3") {
   HostileServer server({"--mode", "silent", "--on", "/effects"});
   TempDir tmp("skewbench-hostile");
@@ -276,7 +288,10 @@ TEST_CASE("a started service whose /health is deep, trickled or silent fails its
     std::string mode, reason;
   };
   for (const auto& c :
-       {Case{"deep", "its body is larger than 1048576 bytes"}, Case{"trickle", "no whole answer within 2000 ms"}}) {
+       {Case{"deep", "its body is larger than 1048576 bytes"}, Case{"trickle", "no whole answer within 2000 ms"},
+        Case{"garbage",
+             "GET /health: no HTTP answer could be read (a GET /health sent again on a new connection was "
+             "answered with bytes that are not HTTP: \"\\x00\\x7fnot http <b>at all</b>"}}) {
     TempDir tmp("skewbench-hostile");
     const int port = remote_effect::free_port("127.0.0.1");
     const auto command = "python3 " + kHostile + " --mode " + c.mode + " --port {port}";

@@ -76,10 +76,16 @@ std::string HttpRemote::name(const std::string& method, const std::string& path)
 std::string HttpRemote::describe_failure(const http::Exchange& exchange) const {
   if (exchange.error == httplib::Error::Read) {
     // The HTTP client reports a connection closed early and bytes that are
-    // not an HTTP answer alike: the message names both.
+    // not an HTTP answer alike: the message names both, and what a harmless
+    // GET /health shows of the service when no head could be read.
+    std::string evidence;
+    if (!exchange.head_received) {
+      const auto endpoint = parse_http_url(base_url_);
+      evidence = http::not_http_evidence(endpoint.host, endpoint.port, "/health");
+    }
     return "the connection ended without a whole HTTP answer (closed or reset, the remote stopped, or it sent "
            "bytes that are not HTTP); " +
-           http::received_so_far(exchange);
+           http::received_so_far(exchange) + (evidence.empty() ? "" : "; " + evidence);
   }
   return failure_reason(exchange.error, base_url_);
 }
