@@ -303,6 +303,11 @@ TEST_CASE("a started service whose /health is deep, trickled or silent fails its
     CHECK(ended.seconds < 20);
     CHECK_THAT(ended.output, ContainsSubstring("not ready within 10000 ms"));
     CHECK_THAT(ended.output, ContainsSubstring(c.reason));
+    // The service's log is kept in the evidence, which says where.
+    const auto logs = tmp.path() / "out" / "logs";
+    CHECK_THAT(ended.output, ContainsSubstring("logs are kept in " + logs.string()));
+    CHECK_THAT(read_file(logs / "service.log"), ContainsSubstring("request GET /health"));
+    CHECK(run_skewbench({"verify", (tmp.path() / "out").string()}).exit_code == 0);
     CHECK_FALSE(listening(port));  // the service skewbench started is gone with it
   }
 }

@@ -36,10 +36,11 @@ int run_exit_code(const std::vector<runner::ScenarioResult>& results) {
   return all_pass ? exit_code::kPass : exit_code::kExpectationFailed;
 }
 
-// Writes the run's evidence into a hidden folder, then publishes it whole.
-std::string publish_run(artifacts::OutFolder& out, const std::vector<const scenario::Scenario*>& scenarios,
+// Writes the run's evidence into its hidden folder `incoming` (which may hold
+// the services' logs already), then publishes it whole.
+std::string publish_run(artifacts::OutFolder& out, const fs::path& incoming,
+                        const std::vector<const scenario::Scenario*>& scenarios,
                         const std::vector<runner::ScenarioResult>& results, const evidence::RunEnvironment& env) {
-  const auto incoming = out.make_incoming(env.run_id);
   // On failure the space goes back: on a full disk the next attempt needs it.
   auto discard = [&] {
     std::error_code ignored;
@@ -59,6 +60,24 @@ std::string publish_run(artifacts::OutFolder& out, const std::vector<const scena
     throw;
   }
   return digest;
+}
+
+// The folder of the evidence that holds the started services' logs.
+constexpr const char* kLogsFolder = "logs";
+
+// The services' logs stay in the evidence when a scenario is an ERROR (they
+// say why), and are left out otherwise.
+void keep_logs_only_for_errors(const fs::path& incoming, const std::vector<runner::ScenarioResult>& results,
+                               Observer& observer, const std::string& out_dir) {
+  const bool any_error =
+      std::any_of(results.begin(), results.end(), [](const auto& r) { return r.verdict == scenario::Verdict::Error; });
+  std::error_code ec;
+  if (!fs::exists(incoming / kLogsFolder, ec)) return;
+  if (any_error && !fs::is_empty(incoming / kLogsFolder, ec)) {
+    observer.say("the started services' logs are kept in " + (fs::path(out_dir) / kLogsFolder).string());
+    return;
+  }
+  fs::remove_all(incoming / kLogsFolder, ec);
 }
 
 // How a run in one session ended: every scenario ran, or an infrastructure
@@ -229,10 +248,25 @@ RunOutcome run_into(const RunRequest& request, const std::vector<scenario::Scena
   env.started_at_utc = evidence::utc_now_iso8601();  // replaced once the services answer
   env.timeouts = request.services.timeouts_json();
   RunOutcome outcome;
+  // The evidence's hidden folder exists from the start: the services write
+  // their logs into it, and the evidence keeps them when a scenario is an
+  // ERROR (docs/evidence.md).
+  fs::path incoming;
+  try {
+    incoming = out.make_incoming(env.run_id);
+  } catch (const std::exception& e) {
+    observer.say("cannot write evidence to " + request.out_dir + ": " + e.what());
+    outcome.exit_code = exit_code::kInfrastructure;
+    return outcome;
+  }
+  auto with_logs = request;
+  with_logs.services.log_dir = incoming / kLogsFolder;
   const auto end = request.services.engine == infra::Engine::in_process
                        ? run_in_process(request, scenarios, stop, observer, env, outcome.results)
-                       : run_in_session(request, scenarios, stop, observer, env, outcome.results);
+                       : run_in_session(with_logs, scenarios, stop, observer, env, outcome.results);
   if (end.interrupted) {
+    std::error_code ignored;
+    fs::remove_all(incoming, ignored);
     observer.say("interrupted; services stopped, no evidence written");
     outcome.exit_code = exit_code::kInterrupted;
     return outcome;
@@ -247,9 +281,10 @@ RunOutcome run_into(const RunRequest& request, const std::vector<scenario::Scena
   observer.entering(Phase::evidence);
   std::vector<const scenario::Scenario*> scenario_ptrs;
   for (const auto& s : scenarios) scenario_ptrs.push_back(&s);
+  keep_logs_only_for_errors(incoming, outcome.results, observer, request.out_dir);
   std::string digest;
   try {
-    digest = publish_run(out, scenario_ptrs, outcome.results, env);
+    digest = publish_run(out, incoming, scenario_ptrs, outcome.results, env);
   } catch (const std::exception& e) {
     observer.say("cannot write evidence to " + request.out_dir + ": " + e.what());
     outcome.exit_code = exit_code::kInfrastructure;

@@ -50,6 +50,16 @@ std::vector<std::string> cluster_settings(const StackOptions& options) {
           std::string("synchronous_commit=") + (options.database_restarts ? "on" : "off")};
 }
 
+// The first keeps the names it always had; the others are numbered. A
+// target's instances are named after it; a service of --remote-command is
+// not remote-effect, whatever it runs.
+std::string instance_name(const StackOptions& options, unsigned index) {
+  const auto base = options.target.is_object() ? options.target.value("name", "service")
+                    : options.remote_command   ? std::string("service")
+                                               : std::string("remote-effect");
+  return index == 0 ? base : base + "-" + std::to_string(index + 1);
+}
+
 std::string service_name(const remote_effect::LaunchOptions& launch) {
   return launch.command ? "the service of --remote-command" : "remote-effect";
 }
@@ -126,13 +136,7 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
               << "\n";
   }
   for (unsigned i = 0; i < instances; ++i) {
-    // The first keeps the names it always had; the others are numbered.
-    // A target's instances are named after it; a service of --remote-command
-    // is not remote-effect, whatever it runs.
-    const auto base = options.target.is_object() ? options.target.value("name", "service")
-                      : options.remote_command   ? std::string("service")
-                                                 : std::string("remote-effect");
-    const auto name = i == 0 ? base : base + "-" + std::to_string(i + 1);
+    const auto name = instance_name(options, i);
     auto launch = std::make_unique<remote_effect::LaunchOptions>();
     launch->binary = binary;
     launch->state_db = work_dir_->path() / (name + ".sqlite3");
@@ -152,10 +156,18 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
   remote_url_ = remotes_.front().process->base_url();
 }
 
+std::filesystem::path Stack::log_dir() const {
+  if (!options_.log_dir) return work_dir_->path();
+  std::error_code ec;
+  std::filesystem::create_directories(*options_.log_dir, ec);
+  if (ec) throw InfrastructureError("cannot create " + options_.log_dir->string() + ": " + ec.message());
+  return *options_.log_dir;
+}
+
 Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_effect::LaunchOptions> launch) const {
   Started started;
   started.name = std::move(name);
-  launch->stderr_path = (work_dir_->path() / (started.name + ".log")).string();
+  launch->stderr_path = (log_dir() / (started.name + ".log")).string();
   if (launch->command) {
     // Each instance calls the sink at a URL of its own, so that every call
     // names the instance that made it.
@@ -199,9 +211,8 @@ void Stack::start_store(const infra::StoreOptions& store) {
     clock_env = store_clock_->environment();
   }
   if (!options_.quiet) std::cerr << "skewbench: starting the service's store, " << store.name << "\n";
-  store_ =
-      std::make_unique<infra::StoreProcess>(store, work_dir_->path() / ("store-" + store.name + "-data"),
-                                            work_dir_->path() / ("store-" + store.name + ".log"), std::move(clock_env));
+  store_ = std::make_unique<infra::StoreProcess>(store, work_dir_->path() / ("store-" + store.name + "-data"),
+                                                 log_dir() / ("store-" + store.name + ".log"), std::move(clock_env));
 }
 
 std::unique_ptr<infra::FaultProxy> Stack::fault_proxy_for(const std::string& service_url) const {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -123,6 +124,11 @@ struct StackOptions {
   // says; its effects are counted there.
   std::optional<infra::OwnWire> own_wire = std::nullopt;
   infra::OperationIdSource sink_operation_id = {};
+  // Where the logs of the services the stack starts go (NAME.log for each
+  // instance, store-NAME.log for the store): a run's evidence keeps them
+  // when a scenario is an ERROR (logs/ under --out). Else the stack's
+  // temporary folder, removed with it.
+  std::optional<std::filesystem::path> log_dir = std::nullopt;
   // The TTL the service is configured with ({ttl_s}); a scenario with
   // another is refused before anything starts.
   std::optional<std::int64_t> service_ttl_s = std::nullopt;
@@ -234,6 +240,8 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   std::string label(const std::string& name, const remote_effect::LaunchOptions& launch) const;
   void start_store(const infra::StoreOptions& store);
   void start_effect_sink();
+  // options_.log_dir (created), else the temporary folder.
+  std::filesystem::path log_dir() const;
   std::unique_ptr<infra::FaultProxy> fault_proxy_for(const std::string& service_url) const;
   static InstanceEndpoint endpoint_of(const Started& started);
   // The first remote's instances: remotes_.front() and extra_instances_.
