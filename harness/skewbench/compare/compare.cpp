@@ -33,6 +33,8 @@ Kind kind_of(const fs::path& dir, const char* side) {
 json read_json_file(const fs::path& path) {
   try {
     return parse_bounded_json(read_file(path));
+  } catch (const InputFileError& e) {
+    throw CannotCompare(e.what());  // it names the path
   } catch (const std::exception& e) {
     throw CannotCompare(path.string() + ": " + e.what());
   }
