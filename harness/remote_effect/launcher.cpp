@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <csignal>
 #include <fstream>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -226,37 +225,20 @@ nlohmann::json Readiness::to_json() const {
 }
 
 std::string expand_command(const std::string& command, const LaunchOptions& options, int port) {
-  // A placeholder is {name} as text::placeholders_in reads it; other braces
+  // The placeholders as text::placeholders_in reads them; other braces
   // (${PORT}, an awk program) are the shell's and stay as written.
-  static const std::regex kPlaceholder(R"(\{[A-Za-z_][A-Za-z0-9_-]*\})");
-  std::string out;
-  std::size_t at = 0;
-  for (auto it = std::sregex_iterator(command.begin(), command.end(), kPlaceholder); it != std::sregex_iterator();
-       ++it) {
-    const auto open = static_cast<std::size_t>(it->position());
-    const auto close = open + static_cast<std::size_t>(it->length()) - 1;
-    if (open > 0 && command[open - 1] == '$') continue;  // ${name} is a shell variable
-    out += command.substr(at, open - at);
-    const auto name = command.substr(open, close - open + 1);
-    if (name == "{port}") {
-      out += std::to_string(port);
-    } else if (name == "{state_db}") {
-      out += text::shell_quoted(options.state_db.string());
-    } else if (name == "{dedupe}") {
-      out += dedupe_mode_name(options.dedupe);
-    } else if (name == "{host}") {
-      out += text::shell_quoted(options.host);
-    } else if (const auto extra = options.placeholders.find(name); extra != options.placeholders.end()) {
-      out += text::shell_quoted(extra->second);
-    } else {
-      std::string known = "{port}, {state_db}, {dedupe}, {host}";
-      for (const auto& [other, _] : options.placeholders) known += ", " + other;
-      throw std::invalid_argument("unknown placeholder " + name + " in the service command (it may hold " + known +
-                                  ")");
-    }
-    at = close + 1;
+  std::map<std::string, std::string> values = {{"{port}", std::to_string(port)},
+                                               {"{state_db}", text::shell_quoted(options.state_db.string())},
+                                               {"{dedupe}", std::string(dedupe_mode_name(options.dedupe))},
+                                               {"{host}", text::shell_quoted(options.host)}};
+  for (const auto& [name, value] : options.placeholders) values.emplace(name, text::shell_quoted(value));
+  for (const auto& name : text::placeholders_in(command)) {
+    if (values.contains(name)) continue;
+    std::string known = "{port}, {state_db}, {dedupe}, {host}";
+    for (const auto& [other, _] : options.placeholders) known += ", " + other;
+    throw std::invalid_argument("unknown placeholder " + name + " in the service command (it may hold " + known + ")");
   }
-  return out + command.substr(at);
+  return text::expand_placeholders(command, values, false);
 }
 
 int free_port(const std::string& host) {

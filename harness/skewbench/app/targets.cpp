@@ -79,23 +79,18 @@ std::optional<Inputs> read_inputs(const TargetsRequest& request, Observer& obser
 std::optional<std::string> out_problem(const TargetsRequest& request, const std::vector<targets::Target>& targets) {
   const fs::path out_dir = request.out_dir;
   std::vector<std::string> existing;
-  const auto check = [&](const std::string& relative, bool is_folder) -> std::optional<std::string> {
-    const auto path = out_dir / relative;
-    std::error_code ec;
-    const auto status = fs::symlink_status(path, ec);
-    if (ec || !fs::exists(status)) return std::nullopt;
-    if (fs::is_symlink(status)) return path.string() + " is a symbolic link; skewbench never writes through a link";
-    if (is_folder != fs::is_directory(status)) {
-      return path.string() + " is " + (is_folder ? "not a folder" : "not a regular file");
-    }
-    if (!is_folder || !fs::is_empty(path, ec)) existing.push_back(path.string());
-    return std::nullopt;
-  };
+  std::error_code ec;
   for (const char* name : {"findings.md", "findings.json"}) {
-    if (auto problem = check(name, false)) return problem;
+    if (auto problem = output_path_problem(out_dir, name)) return problem;
+    if (fs::exists(out_dir / name, ec)) existing.push_back((out_dir / name).string());
   }
   for (const auto& target : targets) {
-    if (auto problem = check(target.name, true)) return problem;
+    // A run's own --out rules (artifacts/out_folder.hpp) judge what is inside.
+    const auto folder = out_dir / target.name;
+    const auto status = fs::symlink_status(folder, ec);
+    if (!fs::exists(status)) continue;
+    if (!fs::is_directory(status)) return folder.string() + " is a symbolic link or a file, not a folder";
+    if (!fs::is_empty(folder, ec)) existing.push_back(folder.string());
   }
   if (existing.empty() || request.overwrite) return std::nullopt;
   return text::join(existing, ", ") + (existing.size() == 1 ? " exists" : " exist") +
