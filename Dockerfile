@@ -16,7 +16,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
       libpqxx-dev libpq-dev libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev \
-      libcli11-dev libssl-dev libvalijson-dev libtinyxml2-dev libmimalloc-dev \
+      libcli11-dev libssl-dev libvalijson-dev libtinyxml2-dev libmimalloc-dev librapidcheck-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src

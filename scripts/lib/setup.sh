@@ -25,7 +25,7 @@ source "$SKEWBENCH_ROOT/scripts/lib/targets.sh"
 SKEWBENCH_BUILD_PACKAGES=(
   build-essential cmake pkg-config git ca-certificates ccache
   libpqxx-dev libpq-dev libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev
-  libcli11-dev libssl-dev libvalijson-dev libtinyxml2-dev libmimalloc-dev postgresql
+  libcli11-dev libssl-dev libvalijson-dev libtinyxml2-dev libmimalloc-dev librapidcheck-dev postgresql
 )
 # Tools every run needs, checked by command since node and npm may come from
 # elsewhere: npm fetches PostgreSQL 17.6 (scripts/lib/postgresql.sh).

@@ -4,6 +4,7 @@
 // common/errors.hpp) and writes its messages to stderr.
 
 #include <atomic>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,5 +98,17 @@ struct VerifyArgs {
   bool github = false;               // --github
 };
 int verify_evidence(const VerifyArgs& args);
+
+struct ExploreArgs {
+  std::string bounds_path;
+  std::string out_dir;
+  std::optional<std::uint64_t> seed;  // default: a fresh one, printed
+  double budget_s = 60;
+  std::uint64_t max_scenarios = 0;  // 0: the budget alone ends it
+  infra::Engine engine = infra::Engine::in_process;
+  bool overwrite = false;
+  OutputFormat format = OutputFormat::Text;
+};
+int explore_scenarios(const ExploreArgs& args);
 
 }  // namespace skewbench::cli

@@ -24,7 +24,8 @@ namespace {
 namespace cli = skewbench::cli;
 using skewbench::cli::OutputFormat;
 
-constexpr const char* kCommands[] = {"run", "validate", "sweep", "merge", "compare", "report", "verify", "targets"};
+constexpr const char* kCommands[] = {"run",    "validate", "sweep",   "merge",  "compare",
+                                     "report", "verify",   "targets", "explore"};
 
 // Every --help ends with an example and what the exit codes mean.
 std::string footer(const std::string& example, const std::string& exit_codes) {
@@ -324,6 +325,32 @@ CLI::App* add_report(CLI::App& app, cli::ReportArgs& report) {
   return command;
 }
 
+CLI::App* add_explore(CLI::App& app, cli::ExploreArgs& explore) {
+  auto* command = app.add_subcommand(
+      "explore", "generate scenarios within bounds, hold them to invariants, and shrink each one that breaks");
+  command->add_option("bounds", explore.bounds_path, "bounds file (see docs/explore.md)")->required();
+  command->add_option("--out", explore.out_dir, "folder for explore.json and the findings")->required();
+  command->add_option("--seed", explore.seed,
+                      "the seed (default: a fresh one, printed); the same seed, bounds "
+                      "and --max-scenarios give the same scenarios and results");
+  command->add_option("--budget-s", explore.budget_s, "seconds to generate scenarios for (default 60)")
+      ->check(CLI::Range(0.0, 86400.0));
+  command->add_option("--max-scenarios", explore.max_scenarios, "stop after this many scenarios (default: none)");
+  command
+      ->add_option_function<std::string>(
+          "--engine", [&explore](const std::string& name) { explore.engine = *skewbench::infra::kEngines.parse(name); },
+          "in-process (the default and, for now, the only engine explore runs on; docs/engines.md)")
+      ->check(CLI::IsMember(skewbench::infra::kEngines.names()));
+  command->add_flag("--overwrite", explore.overwrite, "replace an earlier explore's files in --out");
+  add_format_option(command, explore.format, {"text", "json"}, "text or json (explore.json on stdout)");
+  command->footer(footer("skewbench explore scenarios/explore/018-node-local.json --seed 1 --out explore/1",
+                         "  0    no invariant broken\n"
+                         "  1    an invariant broken: each finding's minimal scenario is under --out/findings/\n"
+                         "  2    bad arguments, bounds file or --out; nothing ran\n"
+                         "  130  interrupted; what was found so far is written\n"));
+  return command;
+}
+
 CLI::App* add_verify(CLI::App& app, cli::VerifyArgs& verify) {
   auto* command = app.add_subcommand(
       "verify", "check a run or sweep folder: manifest, digests, JSON Schemas (see docs/evidence.md)");
@@ -401,6 +428,8 @@ int main(int argc, char** argv) {
   auto* verify_cmd = add_verify(app, verify);
   cli::TargetsArgs targets;
   auto* targets_cmd = add_targets(app, targets);
+  cli::ExploreArgs explore;
+  auto* explore_cmd = add_explore(app, explore);
 
   try {
     app.parse(argc, argv);
@@ -417,6 +446,7 @@ int main(int argc, char** argv) {
     if (*compare_cmd) return cli::compare_results(compare);
     if (*report_cmd) return cli::render_report(report);
     if (*verify_cmd) return cli::verify_evidence(verify);
+    if (*explore_cmd) return cli::explore_scenarios(explore);
     if (*targets_cmd) {
       const bool init = targets_cmd->get_subcommand("init")->parsed();
       return init ? cli::print_target_template(targets.init_name) : cli::run_targets(targets);

@@ -1,0 +1,118 @@
+// skewbench explore BOUNDS: scenarios generated within the bounds from one
+// seed, run on the in-process engine and held to the bounds' invariants; each
+// one broken is shrunk to a minimal scenario (docs/explore.md).
+//
+// Exit codes: 0 no invariant broken; 1 an invariant broken (the findings are
+// written); 2 bad arguments, bounds file or --out, nothing run; 130
+// interrupted (what was found so far is written).
+
+#include <iostream>
+#include <random>
+#include <system_error>
+
+#include "cli/commands.hpp"
+#include "common/errors.hpp"
+#include "common/files.hpp"
+#include "common/json_reader.hpp"
+#include "explore/explore.hpp"
+
+namespace skewbench::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Why explore must not write into `out`, or an empty string. An earlier
+// explore's explore.json and findings/ are replaced only with --overwrite.
+std::string out_problem(const fs::path& out, bool overwrite) {
+  std::error_code ec;
+  const auto status = fs::symlink_status(out, ec);
+  if (!fs::exists(status)) return "";
+  if (fs::is_symlink(status)) return out.string() + " is a symbolic link; name the folder itself";
+  if (!fs::is_directory(status)) return out.string() + " exists and is not a folder";
+  if (fs::directory_iterator(out, ec) == fs::directory_iterator()) return "";
+  if (!overwrite) return out.string() + " is not empty; pass --overwrite to replace an earlier explore's files";
+  for (const auto* name : {"explore.json", "findings"}) {
+    if (auto problem = output_path_problem(out, name); problem && fs::exists(fs::symlink_status(out / name, ec))) {
+      if (std::string(name) == "findings" && fs::is_directory(fs::symlink_status(out / name, ec))) continue;
+      return *problem;
+    }
+  }
+  return "";
+}
+
+std::uint64_t fresh_seed() {
+  std::random_device device;
+  // Below 2^53, so that the seed reads back exactly from JSON anywhere.
+  return ((static_cast<std::uint64_t>(device()) << 32) ^ device()) & ((std::uint64_t{1} << 53) - 1);
+}
+
+void print_text(const explore::Bounds& bounds, const explore::ExploreSettings& settings,
+                const explore::ExploreOutcome& outcome, const fs::path& out) {
+  std::cout << "explore " << bounds.id << ": " << outcome.tried << " scenarios in " << outcome.duration_s << " s (seed "
+            << settings.seed << ", stopped by " << outcome.stopped_by << "), " << outcome.breaking
+            << " broke an invariant\n";
+  for (std::size_t i = 0; i < outcome.findings.size(); ++i) {
+    const auto& f = outcome.findings[i];
+    const auto folder = out / explore::finding_folder(bounds, f, i + 1);
+    std::cout << "  " << bounds.invariants[f.invariant].name() << " (" << f.policy << "): " << f.occurrences
+              << " scenario(s), first #" << f.found_at << "; shrunk from " << f.found_steps << " to "
+              << f.minimal.at("steps").size() << " steps: " << f.why << "\n"
+              << "    " << (folder / "scenario.json").string() << "\n";
+  }
+  std::cout << "scenarios core digest: " << outcome.scenarios_core_digest << "\n"
+            << "warning: ran on the in-process engine, not the real stack; run a finding's scenario.json with "
+               "skewbench run to see it there\n"
+            << "output: " << out.string() << "\n";
+}
+
+}  // namespace
+
+int explore_scenarios(const ExploreArgs& args) {
+  if (args.engine != infra::Engine::in_process) {
+    std::cerr << "skewbench: explore runs on the in-process engine only (--engine in-process); run a finding's "
+                 "scenario.json on the real stack with skewbench run\n";
+    return exit_code::kUsage;
+  }
+  explore::Bounds bounds;
+  try {
+    bounds = explore::load_bounds(args.bounds_path);
+    explore::check_bounds(bounds);
+  } catch (const InputError& e) {
+    std::cerr << "skewbench: " << args.bounds_path << ": " << e.json_path() << ": " << e.message() << "\n";
+    return exit_code::kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot read the bounds: " << e.what() << "\n";
+    return exit_code::kUsage;
+  }
+  const fs::path out(args.out_dir);
+  if (const auto problem = out_problem(out, args.overwrite); !problem.empty()) {
+    std::cerr << "skewbench: --out: " << problem << "\n";
+    return exit_code::kUsage;
+  }
+  explore::ExploreSettings settings{.seed = args.seed.value_or(fresh_seed()),
+                                    .budget_s = args.budget_s,
+                                    .max_scenarios = args.max_scenarios,
+                                    .interrupted = &interrupted_flag()};
+  std::cerr << "skewbench: explore " << bounds.id << " with seed " << settings.seed << " (--seed " << settings.seed
+            << " runs the same scenarios again)\n";
+  const auto outcome = explore::run_explore(
+      bounds, settings, [](const std::string& line) { std::cerr << "skewbench: explore: " << line << "\n"; });
+  try {
+    fs::create_directories(out);
+    std::error_code ec;
+    fs::remove_all(out / "findings", ec);
+    explore::write_explore(out, bounds, settings, outcome);
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot write the findings: " << e.what() << "\n";
+    return exit_code::kInfrastructure;
+  }
+  if (args.format == OutputFormat::Json) {
+    std::cout << explore::explore_summary(bounds, settings, outcome).dump(2) << "\n";
+  } else {
+    print_text(bounds, settings, outcome, out);
+  }
+  if (outcome.stopped_by == "interrupted") return exit_code::kInterrupted;
+  return outcome.findings.empty() ? exit_code::kPass : exit_code::kExpectationFailed;
+}
+
+}  // namespace skewbench::cli

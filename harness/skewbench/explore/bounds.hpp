@@ -1,0 +1,87 @@
+#pragma once
+
+// What `skewbench explore` may generate, and what must hold of every run, as
+// data (docs/explore.md): a bounds file names the step kinds and how many,
+// the ranges of TTLs, clock offsets and the gaps between steps, the number of
+// nodes, the policies, and the invariants to check.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/vocabulary.hpp"
+
+namespace skewbench::explore {
+
+// An inclusive range of whole seconds, and the value shrinking moves toward
+// (the one in the range closest to 0).
+struct Range {
+  std::int64_t min_s = 0;
+  std::int64_t max_s = 0;
+  std::int64_t shrink_target() const { return min_s > 0 ? min_s : (max_s < 0 ? max_s : 0); }
+};
+
+// What must hold of every scenario explore runs.
+//  - at_most_one_effect: the remote holds at most one effect, for the
+//    policies listed (those that claim to deduplicate).
+//  - declared_authority_before_expiry: declared_authority never holds two
+//    effects while every replay it made was judged at an authority time
+//    before the key's expiry.
+//  - no_verdict_on_error: an ERROR never carries a verdict, and a verdict
+//    never carries an error.
+//  - effects_within_posts: effects are at least the POSTs answered "applied"
+//    and at most those plus the POSTs whose answer was lost (the count rule of
+//    docs/evidence.md, counted from what skewbench sent and saw).
+//  - runs_to_a_verdict: no scenario ends in ERROR.
+enum class InvariantKind {
+  at_most_one_effect,
+  declared_authority_before_expiry,
+  no_verdict_on_error,
+  effects_within_posts,
+  runs_to_a_verdict
+};
+inline constexpr auto kInvariantKinds =
+    vocabulary<InvariantKind>({{InvariantKind::at_most_one_effect, "at_most_one_effect"},
+                               {InvariantKind::declared_authority_before_expiry, "declared_authority_before_expiry"},
+                               {InvariantKind::no_verdict_on_error, "no_verdict_on_error"},
+                               {InvariantKind::effects_within_posts, "effects_within_posts"},
+                               {InvariantKind::runs_to_a_verdict, "runs_to_a_verdict"}});
+
+struct Invariant {
+  InvariantKind kind = InvariantKind::at_most_one_effect;
+  // at_most_one_effect: the policies (by name) it holds for; empty: every one.
+  std::vector<std::string> policies;
+  std::string name() const { return std::string(kInvariantKinds.name(kind)); }
+};
+
+// The step kinds a generated scenario may use after its commit_operation and
+// its first post_effect, which every generated scenario has.
+inline constexpr std::string_view kExplorableKinds[] = {
+    "observe", "recover", "set_clock_offset", "gc", "bind_temporal_epoch", "post_effect"};
+
+struct Bounds {
+  std::string id;
+  std::string description;
+  std::int64_t t0_s = 1000000;
+  Range ttl_s{1, 120};
+  std::size_t max_nodes = 1;
+  Range clock_offset_s{0, 0};
+  Range step_gap_s{0, 60};
+  std::size_t max_steps = 4;  // after the commit and the first POST
+  std::vector<std::string> step_kinds;
+  std::vector<nlohmann::json> policies;  // policy objects, as a scenario's "policy"
+  std::vector<Invariant> invariants;
+  std::string source;  // the file it was read from
+  std::string digest;  // SHA-256 of the parsed document
+};
+
+// Reads a bounds file. Throws InputError (JSON path and message) for a
+// document that is not one, and std::runtime_error naming the file when it
+// cannot be read.
+Bounds load_bounds(const std::filesystem::path& path);
+Bounds parse_bounds(const nlohmann::json& document, const std::string& source);
+
+}  // namespace skewbench::explore

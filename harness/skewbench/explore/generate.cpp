@@ -1,0 +1,97 @@
+#include "explore/generate.hpp"
+
+#include <rapidcheck/gen/Build.h>
+#include <rapidcheck/gen/Container.h>
+#include <rapidcheck/gen/Create.h>
+#include <rapidcheck/gen/Transform.h>
+#include <rapidcheck/shrink/Shrink.h>
+#include <rapidcheck/shrinkable/Create.h>
+
+namespace skewbench::explore {
+namespace {
+
+using nlohmann::json;
+
+// A whole number in [min, max], uniform whatever RapidCheck's size, that
+// shrinks toward `target`.
+rc::Gen<std::int64_t> between(std::int64_t min, std::int64_t max, std::int64_t target) {
+  return [=](const rc::Random& random, int /*size*/) {
+    const auto span = static_cast<std::uint64_t>(max - min) + 1;
+    const auto value = min + static_cast<std::int64_t>(rc::Random(random).next() % span);
+    return rc::shrinkable::shrinkRecur(value,
+                                       [=](std::int64_t x) { return rc::shrink::towards<std::int64_t>(x, target); });
+  };
+}
+
+rc::Gen<std::int64_t> within(const Range& range) { return between(range.min_s, range.max_s, range.shrink_target()); }
+
+// An index below `count` (at least 1), shrinking toward 0.
+rc::Gen<std::size_t> index_below(std::size_t count) {
+  return rc::gen::map(between(0, static_cast<std::int64_t>(count) - 1, 0),
+                      [](std::int64_t i) { return static_cast<std::size_t>(i); });
+}
+
+// true or false, shrinking toward false.
+rc::Gen<bool> either() {
+  return rc::gen::map(between(0, 1, 0), [](std::int64_t i) { return i == 1; });
+}
+
+// A vector of 0 to `max` values of `element`: shrinks by removing values, then
+// by shrinking each.
+template <typename T>
+rc::Gen<std::vector<T>> up_to(std::size_t max, rc::Gen<T> element) {
+  return rc::gen::resize(static_cast<int>(max), rc::gen::container<std::vector<T>>(std::move(element)));
+}
+
+}  // namespace
+
+rc::Gen<Draft> draft_generator(const Bounds& bounds) {
+  const auto max_nodes = bounds.max_nodes;
+  auto step = rc::gen::build<StepDraft>(
+      rc::gen::set(&StepDraft::kind, index_below(std::max<std::size_t>(1, bounds.step_kinds.size()))),
+      rc::gen::set(&StepDraft::node, index_below(max_nodes)),
+      rc::gen::set(&StepDraft::gap_s, within(bounds.step_gap_s)), rc::gen::set(&StepDraft::drop_ack, either()),
+      rc::gen::set(&StepDraft::offset_s, within(bounds.clock_offset_s)));
+  return rc::gen::build<Draft>(
+      rc::gen::set(&Draft::policy, index_below(bounds.policies.size())),
+      rc::gen::set(&Draft::ttl_s, within(bounds.ttl_s)),
+      rc::gen::set(&Draft::first_node_offset_s, within(bounds.clock_offset_s)),
+      rc::gen::set(&Draft::other_node_offsets_s, up_to(max_nodes - 1, within(bounds.clock_offset_s))),
+      rc::gen::set(&Draft::post_node, index_below(max_nodes)),
+      rc::gen::set(&Draft::post_at_s, within(bounds.step_gap_s)), rc::gen::set(&Draft::post_drop_ack, either()),
+      rc::gen::set(&Draft::steps, bounds.step_kinds.empty() ? rc::gen::just(std::vector<StepDraft>{})
+                                                            : up_to(bounds.max_steps, std::move(step))));
+}
+
+json scenario_document(const Bounds& bounds, const Draft& draft, const std::string& id,
+                       const std::string& description) {
+  const auto node_id = [&draft](std::size_t index) { return "node-" + std::to_string(index % draft.node_count() + 1); };
+  json nodes = json::array({{{"id", node_id(0)}, {"clock_offset_s", draft.first_node_offset_s}}});
+  for (std::size_t i = 0; i < draft.other_node_offsets_s.size(); ++i) {
+    nodes.push_back({{"id", node_id(i + 1)}, {"clock_offset_s", draft.other_node_offsets_s[i]}});
+  }
+  json steps = json::array({{{"kind", "commit_operation"}, {"node", node_id(0)}, {"at_s", 0}},
+                            {{"kind", "post_effect"},
+                             {"node", node_id(draft.post_node)},
+                             {"at_s", draft.post_at_s},
+                             {"drop_ack", draft.post_drop_ack}}});
+  auto at_s = draft.post_at_s;
+  for (const auto& s : draft.steps) {
+    at_s += s.gap_s;
+    const auto& kind = bounds.step_kinds[s.kind % bounds.step_kinds.size()];
+    json step = {{"kind", kind}, {"node", node_id(s.node)}, {"at_s", at_s}};
+    if (kind == "post_effect") step["drop_ack"] = s.drop_ack;
+    if (kind == "set_clock_offset") step["offset_s"] = s.offset_s;
+    steps.push_back(std::move(step));
+  }
+  return {{"id", id},
+          {"description", description},
+          {"t0_s", bounds.t0_s},
+          {"ttl_s", draft.ttl_s},
+          {"nodes", std::move(nodes)},
+          {"policy", bounds.policies[draft.policy % bounds.policies.size()]},
+          {"steps", std::move(steps)},
+          {"expect", json::object()}};
+}
+
+}  // namespace skewbench::explore

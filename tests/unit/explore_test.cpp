@@ -1,0 +1,177 @@
+// skewbench explore as a library: bounds files, generation from a seed,
+// invariants and shrinking, on the in-process engine.
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "common/json_reader.hpp"
+#include "explore/bounds.hpp"
+#include "explore/explore.hpp"
+#include "explore/invariants.hpp"
+#include "support/cli.hpp"
+
+using namespace skewbench;
+using namespace skewbench::explore;
+using Catch::Matchers::ContainsSubstring;
+using nlohmann::json;
+
+namespace {
+
+Bounds shipped(const std::string& name) { return load_bounds(testing::source_path("scenarios/explore/" + name)); }
+
+json minimal_bounds() {
+  return {{"id", "t"},
+          {"steps", {{"max", 3}, {"kinds", {"observe", "recover"}}}},
+          {"policies", json::array({{{"name", "node_local"}}})},
+          {"invariants", json::array({{{"check", "at_most_one_effect"}}})}};
+}
+
+// The JSON path of the InputError parse_bounds (then check_bounds) throws for `document`.
+std::string refused_at(const json& document) {
+  try {
+    check_bounds(parse_bounds(document, "test"));
+  } catch (const InputError& e) {
+    return e.json_path() + ": " + e.message();
+  }
+  return "(accepted)";
+}
+
+ExploreSettings seeded(std::uint64_t seed, std::uint64_t scenarios) {
+  return {.seed = seed, .budget_s = 600, .max_scenarios = scenarios, .interrupted = nullptr};
+}
+
+std::vector<std::string> kinds_of(const json& scenario) {
+  std::vector<std::string> kinds;
+  for (const auto& step : scenario.at("steps")) kinds.push_back(step.at("kind").get<std::string>());
+  return kinds;
+}
+
+}  // namespace
+
+TEST_CASE("explore: the same seed gives the same scenarios, findings and digest; another seed other scenarios") {
+  const auto bounds = shipped("018-node-local.json");
+  const auto first = run_explore(bounds, seeded(11, 1500));
+  const auto again = run_explore(bounds, seeded(11, 1500));
+  const auto other = run_explore(bounds, seeded(12, 1500));
+  CHECK(first.tried == 1500);
+  CHECK(first.stopped_by == "max_scenarios");
+  REQUIRE(first.scenarios_core_digest.size() == 64);
+  CHECK(again.scenarios_core_digest == first.scenarios_core_digest);
+  CHECK(again.verdicts == first.verdicts);
+  REQUIRE(again.findings.size() == first.findings.size());
+  for (std::size_t i = 0; i < first.findings.size(); ++i) {
+    CHECK(again.findings[i].minimal == first.findings[i].minimal);
+    CHECK(again.findings[i].found_at == first.findings[i].found_at);
+    CHECK(again.findings[i].shrinks == first.findings[i].shrinks);
+  }
+  CHECK(other.scenarios_core_digest != first.scenarios_core_digest);
+}
+
+TEST_CASE("explore: node-local expiry duplicates, shrunk to a lost answer and one recovery after expiry") {
+  const auto outcome = run_explore(shipped("018-node-local.json"), seeded(1, 2000));
+  REQUIRE(outcome.findings.size() == 1);
+  const auto& finding = outcome.findings[0];
+  CHECK(finding.policy == "node_local");
+  CHECK(finding.occurrences >= 1);
+  CHECK(finding.occurrences == outcome.breaking);
+  const auto& minimal = finding.minimal;
+  CHECK(kinds_of(minimal) == std::vector<std::string>{"commit_operation", "post_effect", "recover"});
+  CHECK(minimal.at("nodes").size() == 1);
+  CHECK(minimal.at("steps")[1].at("drop_ack") == true);
+  // Shrunk as far as it goes: the TTL at the bounds' lowest, the recovery the
+  // TTL after the POST on a clock with no offset.
+  CHECK(minimal.at("ttl_s") == 1);
+  CHECK(minimal.at("nodes")[0].at("clock_offset_s") == 0);
+  CHECK(minimal.at("steps")[2].at("at_s") == 1);
+  CHECK(minimal.at("expect") == json{{"effect_count", 1}});
+  // Its evidence is the measurement: two effects, CONFLICT.
+  CHECK(finding.evidence.at("final").at("effect_count") == 2);
+  CHECK(finding.evidence.at("verdict") == "CONFLICT");
+  CHECK(finding.evidence.at("engine") == "in-process");
+  CHECK_THAT(finding.why, ContainsSubstring("node_local left 2 effects"));
+}
+
+TEST_CASE(
+    "explore: a declared authority never duplicates while it judges before expiry; cleanup on a node's clock does") {
+  const auto without_gc = run_explore(shipped("018-declared-authority.json"), seeded(1, 3000));
+  CHECK(without_gc.findings.empty());
+  CHECK(without_gc.breaking == 0);
+  CHECK(without_gc.verdicts.count("SAFE") == 1);
+
+  auto document = json::parse(read_file(testing::source_path("scenarios/explore/018-declared-authority.json")));
+  document["steps"]["kinds"].push_back("gc");
+  const auto with_gc = run_explore(parse_bounds(document, "with gc"), seeded(1, 2000));
+  REQUIRE(with_gc.findings.size() == 1);
+  const auto& minimal = with_gc.findings[0].minimal;
+  const auto kinds = kinds_of(minimal);
+  CHECK(std::find(kinds.begin(), kinds.end(), "gc") != kinds.end());
+  CHECK(kinds.size() <= 4);
+  CHECK_THAT(with_gc.findings[0].why, ContainsSubstring("replayed at"));
+}
+
+TEST_CASE("explore: invariants are judged from the result, an ERROR never passing as a verdict") {
+  const auto bounds = parse_bounds(
+      {{"id", "t"},
+       {"steps", {{"max", 0}, {"kinds", json::array()}}},
+       {"policies", json::array({{{"name", "node_local"}}})},
+       {"invariants", json::array({{{"check", "no_verdict_on_error"}}, {{"check", "runs_to_a_verdict"}}})}},
+      "t");
+  const auto scenario = scenario::load_scenario_file(testing::source_path("scenarios/018-unsafe-node-local.json"));
+  runner::ScenarioResult result;
+  result.verdict = runner::Verdict::Safe;
+  result.error = "the remote went away";
+  auto breach = first_breach(bounds, scenario, result);
+  REQUIRE(breach);
+  CHECK(breach->invariant == 0);
+  CHECK_THAT(breach->why, ContainsSubstring("with the verdict SAFE"));
+
+  result.verdict = runner::Verdict::Error;
+  breach = first_breach(bounds, scenario, result);
+  REQUIRE(breach);
+  CHECK(breach->invariant == 1);
+  CHECK_THAT(breach->why, ContainsSubstring("the remote went away"));
+
+  result.error.reset();
+  breach = first_breach(bounds, scenario, result);
+  REQUIRE(breach);
+  CHECK(breach->invariant == 0);
+  CHECK(breach->why == "ERROR without an error");
+}
+
+TEST_CASE("explore: a bounds file that is not one is refused at its JSON path") {
+  auto process = minimal_bounds();
+  process["steps"]["kinds"] = {"observe", "restart_remote"};
+  CHECK_THAT(refused_at(process), ContainsSubstring("$.steps.kinds[1]: \"restart_remote\" is not a step kind"));
+
+  auto twice = minimal_bounds();
+  twice["steps"]["kinds"] = {"observe", "observe"};
+  CHECK_THAT(refused_at(twice), ContainsSubstring("$.steps.kinds[1]: \"observe\" is listed twice"));
+
+  auto range = minimal_bounds();
+  range["clock_offset_s"] = {{"min", 10}, {"max", -10}};
+  CHECK_THAT(refused_at(range), ContainsSubstring("$.clock_offset_s.max: is below min (10)"));
+
+  auto ttl = minimal_bounds();
+  ttl["ttl_s"] = {{"min", 0}, {"max", 10}};
+  CHECK_THAT(refused_at(ttl), ContainsSubstring("$.ttl_s.min"));
+
+  auto unknown = minimal_bounds();
+  unknown["invariants"] = json::array({{{"check", "at_most_two_effects"}}});
+  CHECK_THAT(refused_at(unknown),
+             ContainsSubstring("$.invariants[0].check: \"at_most_two_effects\" is not an invariant"));
+
+  auto misplaced = minimal_bounds();
+  misplaced["invariants"] = json::array({{{"check", "runs_to_a_verdict"}, {"policies", {"node_local"}}}});
+  CHECK_THAT(refused_at(misplaced), ContainsSubstring("$.invariants[0].policies"));
+
+  auto stray = minimal_bounds();
+  stray["node"] = {{"max", 2}};
+  CHECK_THAT(refused_at(stray), ContainsSubstring("$"));
+  CHECK(refused_at(stray) != "(accepted)");
+
+  auto policy = minimal_bounds();
+  policy["policies"] = json::array({{{"name", "uncertainty"}}});
+  CHECK_THAT(refused_at(policy), ContainsSubstring("$.policies[0]: this policy makes no valid scenario"));
+
+  CHECK(refused_at(minimal_bounds()) == "(accepted)");
+}
