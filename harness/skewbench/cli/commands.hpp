@@ -106,6 +106,8 @@ struct ExploreArgs {
   double budget_s = 60;
   std::uint64_t max_scenarios = 0;  // 0: the budget alone ends it
   infra::Engine engine = infra::Engine::in_process;
+  bool confirm = true;   // run each finding again on the real stack (--no-confirm: not)
+  ServiceArgs services;  // how the real stack is started to confirm them
   bool overwrite = false;
   OutputFormat format = OutputFormat::Text;
 };

@@ -14,6 +14,7 @@
 #include "common/errors.hpp"
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
+#include "explore/confirm.hpp"
 #include "explore/explore.hpp"
 
 namespace skewbench::cli {
@@ -57,12 +58,45 @@ void print_text(const explore::Bounds& bounds, const explore::ExploreSettings& s
     std::cout << "  " << bounds.invariants[f.invariant].name() << " (" << f.policy << "): " << f.occurrences
               << " scenario(s), first #" << f.found_at << "; shrunk from " << f.found_steps << " to "
               << f.minimal.at("steps").size() << " steps: " << f.why << "\n"
+              << "    real stack: "
+              << (!f.confirmed ? std::string("not run (--no-confirm)")
+                               : (*f.confirmed ? "confirmed: " : "NOT confirmed: ") + f.real_why)
+              << "\n"
               << "    " << (folder / "scenario.json").string() << "\n";
   }
   std::cout << "scenarios core digest: " << outcome.scenarios_core_digest << "\n"
-            << "warning: ran on the in-process engine, not the real stack; run a finding's scenario.json with "
-               "skewbench run to see it there\n"
+            << "warning: the scenarios ran on the in-process engine (docs/engines.md); a finding's scenario.json "
+               "runs anywhere with skewbench run\n"
             << "output: " << out.string() << "\n";
+}
+
+// Runs the findings again on the real stack; returns the exit code: 1 when
+// both engines agree, 3 when the stack could not run them or they disagree.
+int confirm(const explore::Bounds& bounds, explore::ExploreOutcome& outcome, const ExploreArgs& args) {
+  std::cerr << "skewbench: explore: running " << outcome.findings.size()
+            << " finding(s) again on the real stack (PostgreSQL and remote-effect, started here; --no-confirm "
+               "skips this)\n";
+  try {
+    explore::confirm_on_real_stack(bounds, outcome, args.services, &interrupted_flag());
+  } catch (const Interrupted&) {
+    std::cerr << "skewbench: explore: interrupted while confirming; the findings are written unconfirmed\n";
+    return exit_code::kInterrupted;
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: explore: cannot confirm the findings on the real stack: " << e.what()
+              << "; they are written unconfirmed (--no-confirm skips this)\n";
+    return exit_code::kInfrastructure;
+  }
+  int code = exit_code::kExpectationFailed;
+  for (std::size_t i = 0; i < outcome.findings.size(); ++i) {
+    const auto& f = outcome.findings[i];
+    if (f.disagreement) {
+      std::cerr << "skewbench: BUG: the engines disagree on finding " << (i + 1) << " ("
+                << bounds.invariants[f.invariant].name() << ", " << f.policy << "): " << *f.disagreement
+                << "; one of them is wrong, and no verdict of either can be trusted until it is found\n";
+      code = exit_code::kInfrastructure;
+    }
+  }
+  return code;
 }
 
 }  // namespace
@@ -95,8 +129,12 @@ int explore_scenarios(const ExploreArgs& args) {
                                     .interrupted = &interrupted_flag()};
   std::cerr << "skewbench: explore " << bounds.id << " with seed " << settings.seed << " (--seed " << settings.seed
             << " runs the same scenarios again)\n";
-  const auto outcome = explore::run_explore(
+  auto outcome = explore::run_explore(
       bounds, settings, [](const std::string& line) { std::cerr << "skewbench: explore: " << line << "\n"; });
+  int code = outcome.findings.empty() ? exit_code::kPass : exit_code::kExpectationFailed;
+  if (args.confirm && !outcome.findings.empty() && outcome.stopped_by != "interrupted") {
+    code = confirm(bounds, outcome, args);
+  }
   try {
     fs::create_directories(out);
     std::error_code ec;
@@ -112,7 +150,7 @@ int explore_scenarios(const ExploreArgs& args) {
     print_text(bounds, settings, outcome, out);
   }
   if (outcome.stopped_by == "interrupted") return exit_code::kInterrupted;
-  return outcome.findings.empty() ? exit_code::kPass : exit_code::kExpectationFailed;
+  return code;
 }
 
 }  // namespace skewbench::cli

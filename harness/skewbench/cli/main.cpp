@@ -341,12 +341,18 @@ CLI::App* add_explore(CLI::App& app, cli::ExploreArgs& explore) {
           "--engine", [&explore](const std::string& name) { explore.engine = *skewbench::infra::kEngines.parse(name); },
           "in-process (the default and, for now, the only engine explore runs on; docs/engines.md)")
       ->check(CLI::IsMember(skewbench::infra::kEngines.names()));
+  command->add_flag("--confirm,!--no-confirm", explore.confirm,
+                    "run each finding's minimal scenario again on the real stack, which skewbench starts "
+                    "(default), or not");
+  command->add_option("--postgres-bin", explore.services.postgres_bin,
+                      "PostgreSQL server binaries for the real stack that confirms the findings");
   command->add_flag("--overwrite", explore.overwrite, "replace an earlier explore's files in --out");
   add_format_option(command, explore.format, {"text", "json"}, "text or json (explore.json on stdout)");
   command->footer(footer("skewbench explore scenarios/explore/018-node-local.json --seed 1 --out explore/1",
                          "  0    no invariant broken\n"
                          "  1    an invariant broken: each finding's minimal scenario is under --out/findings/\n"
                          "  2    bad arguments, bounds file or --out; nothing ran\n"
+                         "  3    the real stack could not confirm the findings, or the engines disagree (a bug)\n"
                          "  130  interrupted; what was found so far is written\n"));
   return command;
 }

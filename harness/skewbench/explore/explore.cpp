@@ -50,7 +50,7 @@ class Engine {
                 runner::RunnerOptions{.run_id = kRunId,
                                       .remote_control = nullptr,
                                       .interrupted = nullptr,
-                                      .evaluate_expectations = false,
+                                      .evaluate_expectations = true,
                                       .database_control = nullptr,
                                       .instances = nullptr}) {}
 
@@ -240,7 +240,9 @@ json explore_summary(const Bounds& bounds, const ExploreSettings& settings, cons
                         {"why", f.why},
                         {"scenario_file", folder + "/scenario.json"},
                         {"evidence_file", folder + "/evidence.json"},
-                        {"confirmed_on_real_stack", nullptr}});
+                        {"confirmed_on_real_stack", f.confirmed ? json(*f.confirmed) : json(nullptr)},
+                        {"real_stack_why", f.confirmed ? json(f.real_why) : json(nullptr)},
+                        {"engines_disagree", f.disagreement ? json(*f.disagreement) : json(nullptr)}});
   }
   const double per_minute =
       outcome.generating_s > 0 ? static_cast<double>(outcome.tried) * 60 / outcome.generating_s : 0;
@@ -260,9 +262,10 @@ json explore_summary(const Bounds& bounds, const ExploreSettings& settings, cons
           {"findings", std::move(findings)},
           {"harness", evidence::harness_json()},
           {"warnings",
-           json::array({"ran on the in-process engine: remote-effect's rules and an outbox double in one process "
-                        "(docs/engines.md); a finding is not confirmed on the real stack until its scenario.json "
-                        "runs there (skewbench run FILE)"})}};
+           json::array({"the scenarios ran on the in-process engine: remote-effect's rules and an outbox double in "
+                        "one process (docs/engines.md); confirmed_on_real_stack says whether a finding broke the same "
+                        "invariant with the same measured values on PostgreSQL and a remote-effect process (null: "
+                        "not run there)"})}};
 }
 
 void write_explore(const std::filesystem::path& out_dir, const Bounds& bounds, const ExploreSettings& settings,
@@ -273,6 +276,7 @@ void write_explore(const std::filesystem::path& out_dir, const Bounds& bounds, c
     std::filesystem::create_directories(folder);
     write_file_atomically(folder / "scenario.json", f.minimal.dump(2) + "\n");
     write_file_atomically(folder / "evidence.json", f.evidence.dump(2) + "\n");
+    if (f.confirmed) write_file_atomically(folder / "real-stack-evidence.json", f.real_evidence.dump(2) + "\n");
   }
   write_file_atomically(out_dir / "explore.json", explore_summary(bounds, settings, outcome).dump(2) + "\n");
 }

@@ -41,6 +41,12 @@ struct Finding {
   nlohmann::json minimal;         // the minimal scenario, as a scenario file
   std::string why;                // what the minimal scenario broke, as measured
   nlohmann::json evidence;        // its evidence, as `run` writes scenarios/<id>.json
+  // On the real stack (explore/confirm.hpp): nullopt until it ran there; true
+  // when it broke the same invariant there with the same measured values.
+  std::optional<bool> confirmed;
+  std::string real_why;                     // what it broke there, as measured
+  nlohmann::json real_evidence;             // its evidence there
+  std::optional<std::string> disagreement;  // where the engines measured differently (a skewbench bug)
 };
 
 struct ExploreOutcome {

@@ -1,0 +1,63 @@
+#include "explore/confirm.hpp"
+
+#include "evidence/evidence.hpp"
+#include "explore/invariants.hpp"
+#include "runner/runner.hpp"
+#include "runner/session.hpp"
+#include "scenario/scenario.hpp"
+
+namespace skewbench::explore {
+namespace {
+
+using nlohmann::json;
+
+// The deterministic core of a scenario's evidence, without the engine that
+// wrote it: what both engines must agree on.
+json engine_free_core(const json& evidence) {
+  auto core = evidence::scenario_core_of_evidence(evidence);
+  core.erase("engine");
+  return core;
+}
+
+// The first part of two cores that differs, for a message.
+std::string first_difference(const json& in_process, const json& real) {
+  for (const auto& item : in_process.items()) {
+    const auto other = real.value(item.key(), json(nullptr));
+    if (item.value() != other) {
+      return item.key() + ": in-process " + item.value().dump() + ", real stack " + other.dump();
+    }
+  }
+  return "the real stack's core has fields the in-process one lacks";
+}
+
+}  // namespace
+
+void confirm_on_real_stack(const Bounds& bounds, ExploreOutcome& outcome, runner::StackOptions services,
+                           const std::atomic<bool>* stop) {
+  if (outcome.findings.empty()) return;
+  services.engine = infra::Engine::real;
+  services.quiet = true;
+  const auto run_id = runner::new_run_id();
+  runner::Session session({.services = services, .run_id = run_id, .dedupe_mode = std::nullopt});
+  runner::ScenarioRunner runner(session.remote(), session.outbox(),
+                                runner::RunnerOptions{.run_id = run_id,
+                                                      .remote_control = session.stack().remote_control(),
+                                                      .interrupted = stop,
+                                                      .evaluate_expectations = true,
+                                                      .database_control = session.stack().database_control(),
+                                                      .instances = &session});
+  const auto environment = evidence::describe_environment(run_id, session.description());
+  for (auto& finding : outcome.findings) {
+    const auto scenario = scenario::parse_scenario(finding.minimal, "the minimal scenario");
+    auto result = runner.run(scenario);
+    const auto breach = first_breach(bounds, scenario, result);
+    finding.real_evidence = evidence::scenario_evidence(scenario, result, environment);
+    finding.real_why = breach ? breach->why : "no invariant broken";
+    const auto in_process = engine_free_core(finding.evidence);
+    const auto real = engine_free_core(finding.real_evidence);
+    if (in_process != real) finding.disagreement = first_difference(in_process, real);
+    finding.confirmed = !finding.disagreement && breach && breach->invariant == finding.invariant;
+  }
+}
+
+}  // namespace skewbench::explore
