@@ -1,0 +1,125 @@
+// skewbench explore end to end: the real executable, its exit codes and
+// files, each finding confirmed on a real stack it starts, and a finding
+// whose in-process measurement was altered caught as the engines disagreeing.
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "explore/confirm.hpp"
+#include "support/cli.hpp"
+
+using namespace skewbench;
+using namespace skewbench::testing;
+using Catch::Matchers::ContainsSubstring;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kNodeLocal = source_path("scenarios/explore/018-node-local.json");
+const std::string kDeclaredAuthority = source_path("scenarios/explore/018-declared-authority.json");
+
+CommandResult explore_cli(const std::string& bounds, const fs::path& out, std::vector<std::string> more) {
+  std::vector<std::string> args = {"explore", bounds, "--out", out.string()};
+  args.insert(args.end(), more.begin(), more.end());
+  return run_skewbench(args);
+}
+
+}  // namespace
+
+TEST_CASE("explore finds node-local expiry's duplicate, shrinks it, confirms it on the real stack; run reproduces it") {
+  TempDir dir("skewbench-explore-cli");
+  const auto out = dir.path() / "out";
+  const auto r = explore_cli(kNodeLocal, out, {"--seed", "1", "--max-scenarios", "2000"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 1);
+  CHECK_THAT(r.output, ContainsSubstring("with seed 1"));
+  CHECK_THAT(r.output, ContainsSubstring("real stack: confirmed: node_local left 2 effects"));
+  const auto summary = read_json(out / "explore.json");
+  CHECK(summary.at("seed") == 1);
+  CHECK(summary.at("engine") == "in-process");
+  CHECK(summary.at("scenarios_tried") == 2000);
+  CHECK(summary.at("stopped_by") == "max_scenarios");
+  REQUIRE(summary.at("findings").size() == 1);
+  const auto& finding = summary.at("findings")[0];
+  CHECK(finding.at("invariant") == "at_most_one_effect");
+  CHECK(finding.at("confirmed_on_real_stack") == true);
+  CHECK(finding.at("engines_disagree").is_null());
+  CHECK(finding.at("minimal_steps") == 3);
+  const auto scenario_file = out / finding.at("scenario_file").get<std::string>();
+  CHECK(fs::is_regular_file(out / finding.at("evidence_file").get<std::string>()));
+  CHECK(fs::is_regular_file(scenario_file.parent_path() / "real-stack-evidence.json"));
+  CHECK(read_json(scenario_file.parent_path() / "real-stack-evidence.json").at("final").at("effect_count") == 2);
+
+  // The minimal scenario is an ordinary scenario file: run fails where it breaks.
+  const auto run = run_skewbench(
+      {"run", scenario_file.string(), "--engine", "in-process", "--out", (dir.path() / "run").string(), "-q"});
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK_THAT(run.output, ContainsSubstring("final.effect_count: expected 1, observed 2"));
+
+  // The same seed again (not confirmed this time): the same scenarios and digest.
+  const auto again_out = dir.path() / "again";
+  const auto again = explore_cli(kNodeLocal, again_out, {"--seed", "1", "--max-scenarios", "2000", "--no-confirm"});
+  CHECK(again.exit_code == 1);
+  const auto again_summary = read_json(again_out / "explore.json");
+  CHECK(again_summary.at("scenarios_core_digest") == summary.at("scenarios_core_digest"));
+  CHECK(again_summary.at("findings")[0].at("confirmed_on_real_stack").is_null());
+  CHECK(read_json(again_out / again_summary.at("findings")[0].at("scenario_file").get<std::string>()) ==
+        read_json(scenario_file));
+}
+
+TEST_CASE("explore under a declared authority finds nothing, exit 0") {
+  TempDir dir("skewbench-explore-cli");
+  const auto r = explore_cli(kDeclaredAuthority, dir.path() / "out", {"--seed", "3", "--max-scenarios", "3000"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const auto summary = read_json(dir.path() / "out" / "explore.json");
+  CHECK(summary.at("findings").empty());
+  CHECK(summary.at("scenarios_breaking") == 0);
+  CHECK(summary.at("scenarios_tried") == 3000);
+}
+
+TEST_CASE("explore refuses bad bounds, a used --out and another engine with exit 2, before anything runs") {
+  TempDir dir("skewbench-explore-cli");
+  auto bounds = read_json(kNodeLocal);
+  bounds["steps"]["kinds"].push_back("restart_remote");
+  write_file_atomically(dir.path() / "bounds.json", bounds.dump());
+  auto r = explore_cli((dir.path() / "bounds.json").string(), dir.path() / "out", {"--seed", "1"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, ContainsSubstring("$.steps.kinds[5]: \"restart_remote\" is not a step kind"));
+  CHECK_FALSE(fs::exists(dir.path() / "out"));
+
+  r = explore_cli(kNodeLocal, dir.path() / "out", {"--engine", "real"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, ContainsSubstring("in-process engine only"));
+  CHECK_FALSE(fs::exists(dir.path() / "out"));
+
+  fs::create_directories(dir.path() / "used");
+  write_file_atomically(dir.path() / "used" / "notes.txt", "mine");
+  r = explore_cli(kDeclaredAuthority, dir.path() / "used", {"--max-scenarios", "10"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, ContainsSubstring("is not empty; pass --overwrite"));
+  CHECK_FALSE(fs::exists(dir.path() / "used" / "explore.json"));
+  r = explore_cli(kDeclaredAuthority, dir.path() / "used", {"--max-scenarios", "10", "--overwrite"});
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(dir.path() / "used" / "explore.json"));
+  CHECK(read_file(dir.path() / "used" / "notes.txt") == "mine");
+}
+
+TEST_CASE("a finding the real stack measures otherwise is reported as the engines disagreeing") {
+  const auto bounds = explore::load_bounds(kNodeLocal);
+  auto outcome =
+      explore::run_explore(bounds, {.seed = 1, .budget_s = 600, .max_scenarios = 2000, .interrupted = nullptr});
+  REQUIRE(outcome.findings.size() == 1);
+  // What the in-process engine measured, altered: the real stack must not agree.
+  outcome.findings[0].evidence["final"]["effect_count"] = 3;
+  runner::StackOptions services;
+  services.remote_effect_binary = SKEWBENCH_REMOTE_EFFECT_BIN;
+  explore::confirm_on_real_stack(bounds, outcome, services, nullptr);
+  const auto& finding = outcome.findings[0];
+  REQUIRE(finding.disagreement);
+  CHECK_THAT(*finding.disagreement, ContainsSubstring("final"));
+  CHECK(finding.confirmed == false);
+  CHECK(finding.real_evidence.at("final").at("effect_count") == 2);
+}
