@@ -50,6 +50,13 @@ TEST_CASE("explore finds node-local expiry's duplicate, shrinks it, confirms it 
   CHECK(fs::is_regular_file(out / finding.at("evidence_file").get<std::string>()));
   CHECK(fs::is_regular_file(scenario_file.parent_path() / "real-stack-evidence.json"));
   CHECK(read_json(scenario_file.parent_path() / "real-stack-evidence.json").at("final").at("effect_count") == 2);
+  // explore.json, the minimal scenario and both evidence files, and the
+  // shipped bounds files, against the published schemas (python3-jsonschema).
+  const auto schemas = run_command({"python3", source_path("tests/support/check_schemas.py"), source_path("schemas"),
+                                    out.string(), kNodeLocal, kDeclaredAuthority});
+  INFO(schemas.output);
+  CHECK(schemas.exit_code == 0);
+  CHECK_THAT(schemas.output, ContainsSubstring("6 documents checked, 0 problems"));
 
   // The minimal scenario is an ordinary scenario file: run fails where it breaks.
   const auto run = run_skewbench(
