@@ -109,6 +109,30 @@ TEST_CASE(
   CHECK_THAT(with_gc.findings[0].why, ContainsSubstring("replayed at"));
 }
 
+TEST_CASE("explore: a policy's number drawn from a range; a bound too small for the skew duplicates") {
+  auto document = minimal_bounds();
+  document["clock_offset_s"] = {{"min", -60}, {"max", 60}};
+  document["nodes"] = {{"max", 2}};
+  document["policies"] = json::array({{{"name", "uncertainty"}, {"max_clock_error_s", {{"min", 0}, {"max", 30}}}}});
+  document["invariants"] = json::array({{{"check", "at_most_one_effect"}, {"policies", {"uncertainty"}}}});
+  const auto bounds = parse_bounds(document, "ranged");
+  REQUIRE(bounds.policy_ranges.size() == 1);
+  REQUIRE(bounds.policy_ranges[0].size() == 1);
+  CHECK(bounds.policy_ranges[0][0].field.to_string() == "/max_clock_error_s");
+  check_bounds(bounds);
+  const auto outcome = run_explore(bounds, seeded(5, 3000));
+  REQUIRE(outcome.findings.size() == 1);
+  const auto& policy = outcome.findings[0].minimal.at("policy");
+  CHECK(policy.at("name") == "uncertainty");
+  REQUIRE(policy.at("max_clock_error_s").is_number_integer());
+  CHECK(policy.at("max_clock_error_s").get<int>() >= 0);
+  CHECK(policy.at("max_clock_error_s").get<int>() <= 30);
+  CHECK(outcome.findings[0].evidence.at("final").at("effect_count") == 2);
+
+  document["policies"][0]["max_clock_error_s"] = {{"min", 30}, {"max", 0}};
+  CHECK_THAT(refused_at(document), ContainsSubstring("$.policies[0].max_clock_error_s.max: is below min (30)"));
+}
+
 TEST_CASE("explore: invariants are judged from the result, an ERROR never passing as a verdict") {
   const auto bounds = parse_bounds(
       {{"id", "t"},

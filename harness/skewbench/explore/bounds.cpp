@@ -73,6 +73,33 @@ Invariant read_invariant(const json& value, const std::string& path) {
   return invariant;
 }
 
+// An object of exactly an integer min and max: a range to draw from.
+bool is_range(const json& value) {
+  return value.is_object() && value.size() == 2 && value.contains("min") && value.contains("max") &&
+         value["min"].is_number_integer() && value["max"].is_number_integer();
+}
+
+// The ranged fields of a policy object, in document order.
+void find_ranges(const json& value, const json::json_pointer& at, const std::string& path,
+                 std::vector<PolicyRange>& out) {
+  if (!value.is_object()) return;
+  for (const auto& item : value.items()) {
+    const auto field = at / item.key();
+    const auto field_path = path + "." + item.key();
+    if (is_range(item.value())) {
+      ObjectReader reader(item.value(), field_path);
+      Range range{reader.require_int_within("min", -kTimeLimitS, kTimeLimitS),
+                  reader.require_int_within("max", -kTimeLimitS, kTimeLimitS)};
+      if (range.max_s < range.min_s) {
+        throw InputError(field_path + ".max", "is below min (" + std::to_string(range.min_s) + ")");
+      }
+      out.push_back({.field = field, .range = range});
+    } else {
+      find_ranges(item.value(), field, field_path, out);
+    }
+  }
+}
+
 void read_policies(ObjectReader& reader, Bounds& bounds) {
   const auto& policies = reader.require_array("policies");
   if (policies.empty()) throw InputError(reader.child_path("policies"), "must name at least one policy");
@@ -84,6 +111,8 @@ void read_policies(ObjectReader& reader, Bounds& bounds) {
     // bounds are checked against a generated scenario of each policy.
     for (const auto& item : policies[i].items()) policy.claim(item.key());
     bounds.policies.push_back(policies[i]);
+    bounds.policy_ranges.emplace_back();
+    find_ranges(policies[i], json::json_pointer(), path, bounds.policy_ranges.back());
   }
 }
 

@@ -62,6 +62,14 @@ struct Invariant {
 inline constexpr std::string_view kExplorableKinds[] = {
     "observe", "recover", "set_clock_offset", "gc", "bind_temporal_epoch", "post_effect"};
 
+// A number of a policy drawn from a range: in the bounds file, the field is
+// {"min": A, "max": B} where the scenario's policy has a number
+// ("max_clock_error_s": {"min": 0, "max": 30}).
+struct PolicyRange {
+  nlohmann::json::json_pointer field;  // inside the policy object
+  Range range;
+};
+
 struct Bounds {
   std::string id;
   std::string description;
@@ -72,7 +80,10 @@ struct Bounds {
   Range step_gap_s{0, 60};
   std::size_t max_steps = 4;  // after the commit and the first POST
   std::vector<std::string> step_kinds;
-  std::vector<nlohmann::json> policies;  // policy objects, as a scenario's "policy"
+  std::vector<nlohmann::json> policies;  // policy objects, as a scenario's "policy", ranges and all
+  // Of every policy, its ranged fields, in document order; flattened in
+  // policy order, they are the numbers a draft draws (Draft::policy_values).
+  std::vector<std::vector<PolicyRange>> policy_ranges;
   std::vector<Invariant> invariants;
   std::string source;  // the file it was read from
   std::string digest;  // SHA-256 of the parsed document

@@ -4,6 +4,7 @@
 #include <rapidcheck/gen/Container.h>
 #include <rapidcheck/gen/Create.h>
 #include <rapidcheck/gen/Transform.h>
+#include <rapidcheck/seq/Transform.h>
 #include <rapidcheck/shrink/Shrink.h>
 #include <rapidcheck/shrinkable/Create.h>
 
@@ -43,6 +44,30 @@ rc::Gen<std::vector<T>> up_to(std::size_t max, rc::Gen<T> element) {
   return rc::gen::resize(static_cast<int>(max), rc::gen::container<std::vector<T>>(std::move(element)));
 }
 
+// Each ranged field of every policy drawn from its range; shrinks each value
+// toward its target, one at a time.
+rc::Gen<std::vector<DrawnValue>> policy_values(const Bounds& bounds) {
+  std::vector<Range> ranges;
+  for (const auto& policy : bounds.policy_ranges) {
+    for (const auto& ranged : policy) ranges.push_back(ranged.range);
+  }
+  return [ranges](const rc::Random& random, int /*size*/) {
+    rc::Random r(random);
+    std::vector<DrawnValue> values;
+    for (const auto& range : ranges) {
+      const auto span = static_cast<std::uint64_t>(range.max_s - range.min_s) + 1;
+      values.push_back(
+          {.value = range.min_s + static_cast<std::int64_t>(r.split().next() % span), .target = range.shrink_target()});
+    }
+    return rc::shrinkable::shrinkRecur(values, [](const std::vector<DrawnValue>& drawn) {
+      return rc::shrink::eachElement(drawn, [](const DrawnValue& v) {
+        return rc::seq::map(rc::shrink::towards<std::int64_t>(v.value, v.target),
+                            [target = v.target](std::int64_t x) { return DrawnValue{.value = x, .target = target}; });
+      });
+    });
+  };
+}
+
 }  // namespace
 
 rc::Gen<Draft> draft_generator(const Bounds& bounds) {
@@ -54,13 +79,26 @@ rc::Gen<Draft> draft_generator(const Bounds& bounds) {
       rc::gen::set(&StepDraft::offset_s, within(bounds.clock_offset_s)));
   return rc::gen::build<Draft>(
       rc::gen::set(&Draft::policy, index_below(bounds.policies.size())),
-      rc::gen::set(&Draft::ttl_s, within(bounds.ttl_s)),
+      rc::gen::set(&Draft::policy_values, policy_values(bounds)), rc::gen::set(&Draft::ttl_s, within(bounds.ttl_s)),
       rc::gen::set(&Draft::first_node_offset_s, within(bounds.clock_offset_s)),
       rc::gen::set(&Draft::other_node_offsets_s, up_to(max_nodes - 1, within(bounds.clock_offset_s))),
       rc::gen::set(&Draft::post_node, index_below(max_nodes)),
       rc::gen::set(&Draft::post_at_s, within(bounds.step_gap_s)), rc::gen::set(&Draft::post_drop_ack, either()),
       rc::gen::set(&Draft::steps, bounds.step_kinds.empty() ? rc::gen::just(std::vector<StepDraft>{})
                                                             : up_to(bounds.max_steps, std::move(step))));
+}
+
+json policy_document(const Bounds& bounds, const Draft& draft) {
+  const auto p = draft.policy % bounds.policies.size();
+  std::size_t first = 0;  // the policy's first value in policy_values
+  for (std::size_t i = 0; i < p; ++i) first += bounds.policy_ranges[i].size();
+  json policy = bounds.policies[p];
+  const auto& ranges = bounds.policy_ranges[p];
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    policy[ranges[i].field] =
+        first + i < draft.policy_values.size() ? draft.policy_values[first + i].value : ranges[i].range.shrink_target();
+  }
+  return policy;
 }
 
 json scenario_document(const Bounds& bounds, const Draft& draft, const std::string& id,
@@ -89,7 +127,7 @@ json scenario_document(const Bounds& bounds, const Draft& draft, const std::stri
           {"t0_s", bounds.t0_s},
           {"ttl_s", draft.ttl_s},
           {"nodes", std::move(nodes)},
-          {"policy", bounds.policies[draft.policy % bounds.policies.size()]},
+          {"policy", policy_document(bounds, draft)},
           {"steps", std::move(steps)},
           {"expect", json::object()}};
 }

@@ -25,8 +25,17 @@ struct StepDraft {
   std::int64_t offset_s = 0;  // set_clock_offset: the node's new offset
 };
 
+// A number drawn from a range, with the value it shrinks toward.
+struct DrawnValue {
+  std::int64_t value = 0;
+  std::int64_t target = 0;
+};
+
 struct Draft {
   std::size_t policy = 0;  // index into Bounds::policies
+  // Every policy's ranged fields (Bounds::policy_ranges, flattened); the
+  // scenario takes its policy's.
+  std::vector<DrawnValue> policy_values;
   std::int64_t ttl_s = 0;
   std::int64_t first_node_offset_s = 0;
   std::vector<std::int64_t> other_node_offsets_s;  // the other nodes' offsets
@@ -42,6 +51,10 @@ struct Draft {
 // smaller gaps, offsets and TTLs, the first policy and step kind, and no
 // lost answer.
 rc::Gen<Draft> draft_generator(const Bounds& bounds);
+
+// The policy object of a draft: its policy with each ranged field set to the
+// value drawn (to the value it shrinks toward when the draft has none).
+nlohmann::json policy_document(const Bounds& bounds, const Draft& draft);
 
 // The scenario a draft stands for, as a scenario file holds it.
 nlohmann::json scenario_document(const Bounds& bounds, const Draft& draft, const std::string& id,
