@@ -29,6 +29,7 @@ constexpr const char* kRunId = "explore";
 // RapidCheck's size: the generators here take their ranges from the bounds,
 // and the step count from the bounds' maximum, not from it.
 constexpr int kSize = 100;
+constexpr auto kProgressInterval = std::chrono::seconds(10);
 
 struct Ran {
   scenario::Scenario scenario;
@@ -115,6 +116,7 @@ class Explorer {
       digest.update("\n");
       ++outcome_.verdicts[std::string(scenario::to_string(ran.result.verdict))];
       if (ran.breach) note_breach(number, shrinkable, ran);
+      if (number % 1024 == 0) report_progress(number);
       outcome_.stopped_by = next_stop(started);
     }
     outcome_.generating_s = std::chrono::duration<double>(Clock::now() - started).count() - shrinking_s_;
@@ -130,6 +132,15 @@ class Explorer {
     const double spent_s = std::chrono::duration<double>(Clock::now() - started).count() - shrinking_s_;
     if (spent_s >= settings_.budget_s) return "budget";
     return "";
+  }
+
+  // A line every kProgressInterval, so that a long budget shows it is alive.
+  void report_progress(std::uint64_t number) {
+    const auto now = Clock::now();
+    if (!log_ || now - last_progress_ < kProgressInterval) return;
+    last_progress_ = now;
+    log_(std::to_string(number) + " scenarios, " + std::to_string(outcome_.breaking) + " broke an invariant, " +
+         std::to_string(outcome_.findings.size()) + " finding(s)");
   }
 
   void note_breach(std::uint64_t number, const rc::Shrinkable<Draft>& shrinkable, const Ran& ran) {
@@ -194,6 +205,7 @@ class Explorer {
   rc::Gen<Draft> generator_;
   ExploreOutcome outcome_;
   double shrinking_s_ = 0;
+  Clock::time_point last_progress_ = Clock::now();
 };
 
 }  // namespace
