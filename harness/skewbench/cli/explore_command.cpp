@@ -32,11 +32,10 @@ std::string out_problem(const fs::path& out, bool overwrite) {
   if (!fs::is_directory(status)) return out.string() + " exists and is not a folder";
   if (fs::directory_iterator(out, ec) == fs::directory_iterator()) return "";
   if (!overwrite) return out.string() + " is not empty; pass --overwrite to replace an earlier explore's files";
-  for (const auto* name : {"explore.json", "findings"}) {
-    if (auto problem = output_path_problem(out, name); problem && fs::exists(fs::symlink_status(out / name, ec))) {
-      if (std::string(name) == "findings" && fs::is_directory(fs::symlink_status(out / name, ec))) continue;
-      return *problem;
-    }
+  // The file rule for what is written: explore.json a regular file, and no
+  // link on the way to a finding's files.
+  for (const auto* relative : {"explore.json", "findings/scenario.json"}) {
+    if (auto problem = output_path_problem(out, relative)) return *problem;
   }
   return "";
 }

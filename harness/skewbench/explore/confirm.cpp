@@ -19,15 +19,14 @@ json engine_free_core(const json& evidence) {
   return core;
 }
 
-// The first part of two cores that differs, for a message.
+// Where two cores first differ (nlohmann's JSON Patch between them), for a
+// message: the path and both values.
 std::string first_difference(const json& in_process, const json& real) {
-  for (const auto& item : in_process.items()) {
-    const auto other = real.value(item.key(), json(nullptr));
-    if (item.value() != other) {
-      return item.key() + ": in-process " + item.value().dump() + ", real stack " + other.dump();
-    }
-  }
-  return "the real stack's core has fields the in-process one lacks";
+  const auto patch = json::diff(in_process, real);
+  if (patch.empty()) return "";
+  const json::json_pointer at(patch[0].at("path").get<std::string>());
+  const auto value_at = [&at](const json& core) { return core.contains(at) ? core.at(at).dump() : "(absent)"; };
+  return at.to_string() + ": in-process " + value_at(in_process) + ", real stack " + value_at(real);
 }
 
 }  // namespace

@@ -15,10 +15,15 @@ using nlohmann::json;
 
 // A whole number in [min, max], uniform whatever RapidCheck's size, that
 // shrinks toward `target`.
+// A whole number in [min, max], uniform, from `random`.
+std::int64_t draw(rc::Random random, std::int64_t min, std::int64_t max) {
+  const auto span = static_cast<std::uint64_t>(max - min) + 1;
+  return min + static_cast<std::int64_t>(random.next() % span);
+}
+
 rc::Gen<std::int64_t> between(std::int64_t min, std::int64_t max, std::int64_t target) {
   return [=](const rc::Random& random, int /*size*/) {
-    const auto span = static_cast<std::uint64_t>(max - min) + 1;
-    const auto value = min + static_cast<std::int64_t>(rc::Random(random).next() % span);
+    const auto value = draw(random, min, max);
     return rc::shrinkable::shrinkRecur(value,
                                        [=](std::int64_t x) { return rc::shrink::towards<std::int64_t>(x, target); });
   };
@@ -55,9 +60,7 @@ rc::Gen<std::vector<DrawnValue>> policy_values(const Bounds& bounds) {
     rc::Random r(random);
     std::vector<DrawnValue> values;
     for (const auto& range : ranges) {
-      const auto span = static_cast<std::uint64_t>(range.max_s - range.min_s) + 1;
-      values.push_back(
-          {.value = range.min_s + static_cast<std::int64_t>(r.split().next() % span), .target = range.shrink_target()});
+      values.push_back({.value = draw(r.split(), range.min_s, range.max_s), .target = range.shrink_target()});
     }
     return rc::shrinkable::shrinkRecur(values, [](const std::vector<DrawnValue>& drawn) {
       return rc::shrink::eachElement(drawn, [](const DrawnValue& v) {
