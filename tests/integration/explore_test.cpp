@@ -52,11 +52,13 @@ TEST_CASE("explore finds node-local expiry's duplicate, shrinks it, confirms it 
   CHECK(read_json(scenario_file.parent_path() / "real-stack-evidence.json").at("final").at("effect_count") == 2);
   // explore.json, the minimal scenario and both evidence files, and the
   // shipped bounds files, against the published schemas (python3-jsonschema).
-  const auto schemas = run_command({"python3", source_path("tests/support/check_schemas.py"), source_path("schemas"),
-                                    out.string(), kNodeLocal, kDeclaredAuthority});
+  const auto schemas =
+      run_command({"python3", source_path("tests/support/check_schemas.py"), source_path("schemas"), out.string(),
+                   kNodeLocal, kDeclaredAuthority, source_path("scenarios/explore/target.json"),
+                   source_path("scenarios/explore/target-declared-authority.json")});
   INFO(schemas.output);
   CHECK(schemas.exit_code == 0);
-  CHECK_THAT(schemas.output, ContainsSubstring("6 documents checked, 0 problems"));
+  CHECK_THAT(schemas.output, ContainsSubstring("8 documents checked, 0 problems"));
 
   // The minimal scenario is an ordinary scenario file: run fails where it breaks.
   const auto run = run_skewbench(
@@ -94,12 +96,27 @@ TEST_CASE("explore refuses bad bounds, a used --out and another engine with exit
   write_file_atomically(dir.path() / "bounds.json", bounds.dump());
   auto r = explore_cli((dir.path() / "bounds.json").string(), dir.path() / "out", {"--seed", "1"});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, ContainsSubstring("$.steps.kinds[5]: \"restart_remote\" is not a step kind"));
+  CHECK_THAT(r.output, ContainsSubstring("the bounds may generate what this engine cannot run"));
+  CHECK_THAT(r.output, ContainsSubstring("restart_remote acts on a process of the service"));
   CHECK_FALSE(fs::exists(dir.path() / "out"));
 
-  r = explore_cli(kNodeLocal, dir.path() / "out", {"--engine", "real"});
+  bounds["steps"]["kinds"].push_back("restart_store");
+  write_file_atomically(dir.path() / "bounds.json", bounds.dump());
+  r = explore_cli((dir.path() / "bounds.json").string(), dir.path() / "out", {"--engine", "real"});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, ContainsSubstring("in-process engine only"));
+  CHECK_THAT(r.output, ContainsSubstring("restart_store needs a service whose store runs as a process of its own"));
+  CHECK_FALSE(fs::exists(dir.path() / "out"));
+
+  r = run_skewbench({"explore", "--out", (dir.path() / "out").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, ContainsSubstring("explore needs a bounds file"));
+  r = run_skewbench({"explore", "--target", "remote-effect", "--targets-dir", source_path("targets"), "--engine",
+                     "in-process", "--out", (dir.path() / "out").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, ContainsSubstring("--target remote-effect: a target's service runs as a process of its own"));
+  r = run_skewbench({"explore", "--target", "no-such-target", "--targets-dir", source_path("targets"), "--out",
+                     (dir.path() / "out").string()});
+  CHECK(r.exit_code == 2);
   CHECK_FALSE(fs::exists(dir.path() / "out"));
 
   fs::create_directories(dir.path() / "used");
@@ -112,6 +129,33 @@ TEST_CASE("explore refuses bad bounds, a used --out and another engine with exit
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(dir.path() / "used" / "explore.json"));
   CHECK(read_file(dir.path() / "used" / "notes.txt") == "mine");
+}
+
+TEST_CASE("explore on the real engine finds and shrinks what the in-process engine does, from the same seed") {
+  TempDir dir("skewbench-explore-cli");
+  const auto real =
+      explore_cli(kNodeLocal, dir.path() / "real", {"--seed", "1", "--max-scenarios", "40", "--engine", "real"});
+  INFO(real.output);
+  REQUIRE(real.exit_code == 1);
+  CHECK_THAT(real.output, ContainsSubstring("found and shrunk on the real stack"));
+  const auto in_process =
+      explore_cli(kNodeLocal, dir.path() / "in-process", {"--seed", "1", "--max-scenarios", "40", "--no-confirm"});
+  REQUIRE(in_process.exit_code == 1);
+  const auto real_summary = read_json(dir.path() / "real" / "explore.json");
+  const auto in_process_summary = read_json(dir.path() / "in-process" / "explore.json");
+  CHECK(real_summary.at("engine") == "real");
+  CHECK(real_summary.at("target").is_null());
+  CHECK(real_summary.at("verdicts") == in_process_summary.at("verdicts"));
+  REQUIRE(real_summary.at("findings").size() == in_process_summary.at("findings").size());
+  const auto& finding = real_summary.at("findings")[0];
+  CHECK(finding.at("found_at_scenario") == in_process_summary.at("findings")[0].at("found_at_scenario"));
+  CHECK(finding.at("shrinks") == in_process_summary.at("findings")[0].at("shrinks"));
+  CHECK(finding.at("confirmed_on_real_stack").is_null());
+  const auto scenario = finding.at("scenario_file").get<std::string>();
+  CHECK(read_json(dir.path() / "real" / scenario) == read_json(dir.path() / "in-process" / scenario));
+  const auto evidence = read_json(dir.path() / "real" / finding.at("evidence_file").get<std::string>());
+  CHECK_FALSE(evidence.contains("engine"));  // only the in-process engine marks its evidence
+  CHECK(evidence.at("final").at("effect_count") == 2);
 }
 
 TEST_CASE("a finding the real stack measures otherwise is reported as the engines disagreeing") {

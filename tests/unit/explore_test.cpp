@@ -6,6 +6,7 @@
 
 #include "common/json_reader.hpp"
 #include "explore/bounds.hpp"
+#include "explore/engines.hpp"
 #include "explore/explore.hpp"
 #include "explore/invariants.hpp"
 #include "support/cli.hpp"
@@ -163,9 +164,14 @@ TEST_CASE("explore: invariants are judged from the result, an ERROR never passin
 }
 
 TEST_CASE("explore: a bounds file that is not one is refused at its JSON path") {
-  auto process = minimal_bounds();
-  process["steps"]["kinds"] = {"observe", "restart_remote"};
-  CHECK_THAT(refused_at(process), ContainsSubstring("$.steps.kinds[1]: \"restart_remote\" is not a step kind"));
+  auto database = minimal_bounds();
+  database["steps"]["kinds"] = {"observe", "restart_database"};
+  CHECK_THAT(refused_at(database), ContainsSubstring("$.steps.kinds[1]: \"restart_database\" is not a step kind"));
+
+  auto remote = minimal_bounds();
+  remote["remote"] = {{"clock", "node"}};
+  CHECK_THAT(refused_at(remote),
+             ContainsSubstring("$.policies[0]: this policy makes no valid scenario ($.remote.clock"));
 
   auto twice = minimal_bounds();
   twice["steps"]["kinds"] = {"observe", "observe"};
@@ -198,4 +204,90 @@ TEST_CASE("explore: a bounds file that is not one is refused at its JSON path") 
   CHECK_THAT(refused_at(policy), ContainsSubstring("$.policies[0]: this policy makes no valid scenario"));
 
   CHECK(refused_at(minimal_bounds()) == "(accepted)");
+}
+
+TEST_CASE("explore: what an engine cannot run is refused before anything runs, naming the step or field") {
+  const runner::StackOptions in_process{.engine = infra::Engine::in_process};
+  auto restarts = minimal_bounds();
+  restarts["steps"]["kinds"] = {"observe", "restart_remote"};
+  const auto bounds = parse_bounds(restarts, "restarts.json");
+  check_bounds(bounds);
+  auto problem = engine_problem(bounds, in_process);
+  REQUIRE(problem);
+  CHECK_THAT(*problem, ContainsSubstring("restarts.json: restart_remote acts on a process"));
+  CHECK_THAT(*problem, ContainsSubstring("use --engine real"));
+
+  auto instances = minimal_bounds();
+  instances["nodes"] = {{"max", 2}};
+  instances["remote"] = {{"instances", "per_node"}, {"clock", "node"}};
+  problem = engine_problem(parse_bounds(instances, "instances.json"), in_process);
+  REQUIRE(problem);
+  CHECK_THAT(*problem, ContainsSubstring("$.remote.instances: an instance per node is 2 processes"));
+  instances["nodes"] = {{"max", 1}};
+  CHECK_FALSE(engine_problem(parse_bounds(instances, "instances.json"), in_process));
+
+  // remote-effect has no store process to restart.
+  auto store = minimal_bounds();
+  store["steps"]["kinds"] = {"restart_store"};
+  problem = engine_problem(parse_bounds(store, "store.json"), runner::StackOptions{.engine = infra::Engine::real});
+  REQUIRE(problem);
+  CHECK_THAT(*problem, ContainsSubstring("restart_store needs a service whose store runs as a process of its own"));
+  CHECK_FALSE(engine_problem(shipped("018-node-local.json"), in_process));
+}
+
+TEST_CASE("explore: at_most_one_effect_within_ttl breaks only where every POST came within the TTL in true time") {
+  auto document = minimal_bounds();
+  document["invariants"] = json::array({{{"check", "at_most_one_effect_within_ttl"}}});
+  const auto bounds = parse_bounds(document, "within-ttl.json");
+  const auto engine = in_process_engine(bounds);
+  const auto run_file = [&engine](const std::string& file) {
+    return engine->run(json::parse(read_file(testing::source_path("scenarios/" + file))));
+  };
+  // Node B, 20 s ahead, retries 50 s after the POST: inside the 60 s TTL in
+  // true time, past it on its clock.
+  const auto skewed = run_file("018-unsafe-node-local.json");
+  REQUIRE(skewed.breach);
+  CHECK(skewed.result.final_measurement->remote.effect_count == 2);
+  CHECK_THAT(skewed.breach->why, ContainsSubstring("every POST was sent within the TTL of the first"));
+  // A retry after the TTL in true time may apply again: two effects, no breach.
+  const auto late = run_file("017-unsafe-short-ttl.json");
+  CHECK(late.result.final_measurement->remote.effect_count == 2);
+  CHECK_FALSE(late.breach);
+  // One POST within the TTL deduplicated: nothing to break.
+  const auto declared = run_file("018-declared-authority.json");
+  CHECK(declared.result.final_measurement->remote.effect_count == 1);
+  CHECK_FALSE(declared.breach);
+}
+
+TEST_CASE("explore: breaches that shrink to other nodes or step kinds are findings of their own") {
+  auto document = minimal_bounds();
+  document["nodes"] = {{"max", 2}};
+  document["clock_offset_s"] = {{"min", -30}, {"max", 30}};
+  document["steps"] = {{"max", 4}, {"kinds", {"recover", "set_clock_offset"}}};
+  document["invariants"] = json::array({{{"check", "at_most_one_effect_within_ttl"}}});
+  const auto bounds = parse_bounds(document, "shapes.json");
+  const auto outcome = run_explore(bounds, seeded(3, 3000));
+  REQUIRE(outcome.findings.size() >= 2);
+  std::uint64_t counted = 0;
+  bool two_nodes = false;
+  for (std::size_t i = 0; i < outcome.findings.size(); ++i) {
+    const auto& f = outcome.findings[i];
+    counted += f.occurrences;
+    // No later finding has at least an earlier one's nodes and kinds: it
+    // would have been counted there.
+    for (std::size_t j = i + 1; j < outcome.findings.size(); ++j) {
+      const auto& later = outcome.findings[j].shape;
+      const bool has_kinds =
+          std::includes(later.kinds.begin(), later.kinds.end(), f.shape.kinds.begin(), f.shape.kinds.end());
+      CHECK_FALSE((later.nodes >= f.shape.nodes && has_kinds));
+    }
+    CHECK(f.shape.nodes == f.minimal.at("nodes").size());
+    if (f.shape.nodes == 2 && f.shape.kinds == std::vector<std::string>{"recover"}) {
+      two_nodes = true;
+      // The published #018 schedule's length: a commit, a lost POST, a retry from the other node.
+      CHECK(f.minimal.at("steps").size() == 3);
+    }
+  }
+  CHECK(two_nodes);
+  CHECK(counted == outcome.breaking);
 }

@@ -100,14 +100,17 @@ struct VerifyArgs {
 int verify_evidence(const VerifyArgs& args);
 
 struct ExploreArgs {
-  std::string bounds_path;
+  std::string bounds_path;  // empty: with --target, scenarios/explore/target.json (compiled in)
   std::string out_dir;
   std::optional<std::uint64_t> seed;  // default: a fresh one, printed
   double budget_s = 60;
   std::uint64_t max_scenarios = 0;  // 0: the budget alone ends it
-  infra::Engine engine = infra::Engine::in_process;
-  bool confirm = true;   // run each finding again on the real stack (--no-confirm: not)
-  ServiceArgs services;  // how the real stack is started to confirm them
+  // --engine; else in-process, or real with --target.
+  std::optional<infra::Engine> engine = std::nullopt;
+  std::optional<std::string> target = std::nullopt;  // --target NAME: its service and store, on real clocks
+  std::string targets_dir = "targets";               // --targets-dir: where --target NAME is looked up
+  bool confirm = true;   // run each in-process finding again on the real stack (--no-confirm: not)
+  ServiceArgs services;  // how the real stack is started (to run on, or to confirm the findings)
   bool overwrite = false;
   OutputFormat format = OutputFormat::Text;
 };

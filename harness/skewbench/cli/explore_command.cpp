@@ -1,21 +1,28 @@
-// skewbench explore BOUNDS: scenarios generated within the bounds from one
-// seed, run on the in-process engine and held to the bounds' invariants; each
-// one broken is shrunk to a minimal scenario (docs/explore.md).
+// skewbench explore [BOUNDS] [--target NAME]: scenarios generated within the
+// bounds from one seed, run on the in-process engine, the real stack or a
+// target's service, and held to the bounds' invariants; each one broken is
+// shrunk to a minimal scenario (docs/explore.md).
 //
 // Exit codes: 0 no invariant broken; 1 an invariant broken (the findings are
-// written); 2 bad arguments, bounds file or --out, nothing run; 130
-// interrupted (what was found so far is written).
+// written); 2 bad arguments, bounds file, target or --out, nothing run; 3 the
+// services could not start, the in-process findings could not be confirmed
+// or the engines disagree; 130 interrupted (what was found so far is written).
 
 #include <iostream>
 #include <random>
 #include <system_error>
 
+#include <skewbench/target_bounds.hpp>
+
+#include "app/targets.hpp"
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "explore/confirm.hpp"
+#include "explore/engines.hpp"
 #include "explore/explore.hpp"
+#include "runner/session.hpp"
 
 namespace skewbench::cli {
 namespace {
@@ -46,6 +53,16 @@ std::uint64_t fresh_seed() {
   return ((static_cast<std::uint64_t>(device()) << 32) ^ device()) & ((std::uint64_t{1} << 53) - 1);
 }
 
+// Where a finding was found, and whether the real stack confirmed it.
+std::string confirmation_text(const explore::ExploreOutcome& outcome, const explore::Finding& f) {
+  if (outcome.engine == infra::Engine::real) {
+    return outcome.target.is_string() ? "found and shrunk against target " + outcome.target.get<std::string>()
+                                      : std::string("found and shrunk on the real stack");
+  }
+  if (!f.confirmed) return "real stack: not run (--no-confirm)";
+  return std::string("real stack: ") + (*f.confirmed ? "confirmed: " : "NOT confirmed: ") + f.real_why;
+}
+
 void print_text(const explore::Bounds& bounds, const explore::ExploreSettings& settings,
                 const explore::ExploreOutcome& outcome, const fs::path& out) {
   std::cout << "explore " << bounds.id << ": " << outcome.tried << " scenarios in " << outcome.duration_s << " s (seed "
@@ -57,16 +74,15 @@ void print_text(const explore::Bounds& bounds, const explore::ExploreSettings& s
     std::cout << "  " << bounds.invariants[f.invariant].name() << " (" << f.policy << "): " << f.occurrences
               << " scenario(s), first #" << f.found_at << "; shrunk from " << f.found_steps << " to "
               << f.minimal.at("steps").size() << " steps: " << f.why << "\n"
-              << "    real stack: "
-              << (!f.confirmed ? std::string("not run (--no-confirm)")
-                               : (*f.confirmed ? "confirmed: " : "NOT confirmed: ") + f.real_why)
-              << "\n"
+              << "    " << confirmation_text(outcome, f) << "\n"
               << "    " << (folder / "scenario.json").string() << "\n";
   }
-  std::cout << "scenarios core digest: " << outcome.scenarios_core_digest << "\n"
-            << "warning: the scenarios ran on the in-process engine (docs/engines.md); a finding's scenario.json "
-               "runs anywhere with skewbench run\n"
-            << "output: " << out.string() << "\n";
+  std::cout << "scenarios core digest: " << outcome.scenarios_core_digest << "\n";
+  if (outcome.engine == infra::Engine::in_process) {
+    std::cout << "warning: the scenarios ran on the in-process engine (docs/engines.md); a finding's scenario.json "
+                 "runs anywhere with skewbench run\n";
+  }
+  std::cout << "output: " << out.string() << "\n";
 }
 
 // Runs the findings again on the real stack; returns the exit code: 1 when
@@ -98,25 +114,68 @@ int confirm(const explore::Bounds& bounds, explore::ExploreOutcome& outcome, con
   return code;
 }
 
+// The bounds of the command line: its file, or with --target and no file the
+// compiled-in scenarios/explore/target.json, whose TTL becomes the one a
+// service keeps when its target file fixes one. nullopt (said) when unusable.
+std::optional<explore::Bounds> bounds_of(const ExploreArgs& args, const runner::StackOptions& services) {
+  const std::string name = args.bounds_path.empty() ? std::string(explore::kTargetBoundsName) : args.bounds_path;
+  try {
+    auto bounds = args.bounds_path.empty()
+                      ? explore::parse_bounds(parse_json_text(std::string(explore::kTargetBounds)), name)
+                      : explore::load_bounds(args.bounds_path);
+    if (args.bounds_path.empty() && services.service_ttl_s) {
+      bounds.ttl_s = {.min_s = *services.service_ttl_s, .max_s = *services.service_ttl_s};
+    }
+    explore::check_bounds(bounds);
+    if (const auto problem = explore::engine_problem(bounds, services)) {
+      std::cerr << "skewbench: " << *problem << "\n";
+      return std::nullopt;
+    }
+    return bounds;
+  } catch (const InputError& e) {
+    std::cerr << "skewbench: " << name << ": " << e.json_path() << ": " << e.message() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot read the bounds: " << e.what() << "\n";
+  }
+  return std::nullopt;
+}
+
+// The services of the command line: the in-process engine, the real stack,
+// or a target's service (real engine); nullopt (said) when unusable.
+std::optional<runner::StackOptions> services_of(const ExploreArgs& args) {
+  auto services = args.services;
+  services.quiet = true;
+  services.engine = args.engine.value_or(args.target ? infra::Engine::real : infra::Engine::in_process);
+  if (args.target) return app::services_of_target(*args.target, args.targets_dir, services, stderr_observer());
+  if (services.engine == infra::Engine::in_process && services.postgres_bin) {
+    // --postgres-bin is for the real stack that confirms the findings.
+    auto checked = services;
+    checked.engine = infra::Engine::real;
+    if (auto problem = runner::service_options_problem(checked)) {
+      std::cerr << "skewbench: " << *problem << "\n";
+      return std::nullopt;
+    }
+    return services;
+  }
+  if (auto problem = runner::service_options_problem(services)) {
+    std::cerr << "skewbench: " << *problem << "\n";
+    return std::nullopt;
+  }
+  return services;
+}
+
 }  // namespace
 
 int explore_scenarios(const ExploreArgs& args) {
-  if (args.engine != infra::Engine::in_process) {
-    std::cerr << "skewbench: explore runs on the in-process engine only (--engine in-process); run a finding's "
-                 "scenario.json on the real stack with skewbench run\n";
+  if (args.bounds_path.empty() && !args.target) {
+    std::cerr << "skewbench: explore needs a bounds file (docs/explore.md), or --target NAME, whose bounds are "
+              << explore::kTargetBoundsName << " when none is given\n";
     return exit_code::kUsage;
   }
-  explore::Bounds bounds;
-  try {
-    bounds = explore::load_bounds(args.bounds_path);
-    explore::check_bounds(bounds);
-  } catch (const InputError& e) {
-    std::cerr << "skewbench: " << args.bounds_path << ": " << e.json_path() << ": " << e.message() << "\n";
-    return exit_code::kUsage;
-  } catch (const std::exception& e) {
-    std::cerr << "skewbench: cannot read the bounds: " << e.what() << "\n";
-    return exit_code::kUsage;
-  }
+  const auto services = services_of(args);
+  if (!services) return exit_code::kUsage;
+  const auto bounds = bounds_of(args, *services);
+  if (!bounds) return exit_code::kUsage;
   const fs::path out(args.out_dir);
   if (const auto problem = out_problem(out, args.overwrite); !problem.empty()) {
     std::cerr << "skewbench: --out: " << problem << "\n";
@@ -126,27 +185,48 @@ int explore_scenarios(const ExploreArgs& args) {
                                     .budget_s = args.budget_s,
                                     .max_scenarios = args.max_scenarios,
                                     .interrupted = &interrupted_flag()};
-  std::cerr << "skewbench: explore " << bounds.id << " with seed " << settings.seed << " (--seed " << settings.seed
+  std::cerr << "skewbench: explore " << bounds->id << " with seed " << settings.seed << " (--seed " << settings.seed
             << " runs the same scenarios again)\n";
-  auto outcome = explore::run_explore(
-      bounds, settings, [](const std::string& line) { std::cerr << "skewbench: explore: " << line << "\n"; });
+  std::unique_ptr<explore::Engine> engine;
+  try {
+    engine = services->engine == infra::Engine::in_process
+                 ? explore::in_process_engine(*bounds)
+                 : explore::real_engine(*bounds, *services, &interrupted_flag());
+  } catch (const std::exception& e) {
+    if (interrupted_flag().load()) return exit_code::kInterrupted;
+    std::cerr << "skewbench: explore: cannot start the services: " << e.what() << "\n";
+    return exit_code::kInfrastructure;
+  }
+  explore::ExploreOutcome outcome;
+  try {
+    outcome = explore::run_explore(*bounds, settings, *engine, [](const std::string& line) {
+      std::cerr << "skewbench: explore: " << line << "\n";
+    });
+  } catch (const Interrupted&) {
+    // Between steps of a real service's scenario: nothing of it is kept.
+    std::cerr << "skewbench: explore: interrupted\n";
+    return exit_code::kInterrupted;
+  }
+  engine.reset();  // its services stop before the in-process findings are confirmed on others
+  if (args.target) outcome.target = services->target.value("name", *args.target);
   int code = outcome.findings.empty() ? exit_code::kPass : exit_code::kExpectationFailed;
-  if (args.confirm && !outcome.findings.empty() && outcome.stopped_by != "interrupted") {
-    code = confirm(bounds, outcome, args);
+  if (outcome.engine == infra::Engine::in_process && args.confirm && !outcome.findings.empty() &&
+      outcome.stopped_by != "interrupted") {
+    code = confirm(*bounds, outcome, args);
   }
   try {
     fs::create_directories(out);
     std::error_code ec;
     fs::remove_all(out / "findings", ec);
-    explore::write_explore(out, bounds, settings, outcome);
+    explore::write_explore(out, *bounds, settings, outcome);
   } catch (const std::exception& e) {
     std::cerr << "skewbench: cannot write the findings: " << e.what() << "\n";
     return exit_code::kInfrastructure;
   }
   if (args.format == OutputFormat::Json) {
-    std::cout << explore::explore_summary(bounds, settings, outcome).dump(2) << "\n";
+    std::cout << explore::explore_summary(*bounds, settings, outcome).dump(2) << "\n";
   } else {
-    print_text(bounds, settings, outcome, out);
+    print_text(*bounds, settings, outcome, out);
   }
   if (outcome.stopped_by == "interrupted") return exit_code::kInterrupted;
   return code;

@@ -328,7 +328,8 @@ CLI::App* add_report(CLI::App& app, cli::ReportArgs& report) {
 CLI::App* add_explore(CLI::App& app, cli::ExploreArgs& explore) {
   auto* command = app.add_subcommand(
       "explore", "generate scenarios within bounds, hold them to invariants, and shrink each one that breaks");
-  command->add_option("bounds", explore.bounds_path, "bounds file (see docs/explore.md)")->required();
+  command->add_option("bounds", explore.bounds_path,
+                      "bounds file (see docs/explore.md); with --target, scenarios/explore/target.json when absent");
   command->add_option("--out", explore.out_dir, "folder for explore.json and the findings")->required();
   command->add_option("--seed", explore.seed,
                       "the seed (default: a fresh one, printed); the same seed, bounds "
@@ -339,21 +340,27 @@ CLI::App* add_explore(CLI::App& app, cli::ExploreArgs& explore) {
   command
       ->add_option_function<std::string>(
           "--engine", [&explore](const std::string& name) { explore.engine = *skewbench::infra::kEngines.parse(name); },
-          "in-process (the default and, for now, the only engine explore runs on; docs/engines.md)")
+          "in-process (the default) or real: PostgreSQL and remote-effect, or with --target the target's service, "
+          "started once for every scenario (docs/explore.md)")
       ->check(CLI::IsMember(skewbench::infra::kEngines.names()));
+  command->add_option("--target", explore.target,
+                      "explore the target NAME (a folder under --targets-dir, or a path to one) on real clocks: its "
+                      "service's instances and store run for every scenario that does not restart them");
+  command->add_option("--targets-dir", explore.targets_dir, "where --target NAME is looked up (default: targets)");
   command->add_flag("--confirm,!--no-confirm", explore.confirm,
-                    "run each finding's minimal scenario again on the real stack, which skewbench starts "
+                    "run each in-process finding's minimal scenario again on the real stack, which skewbench starts "
                     "(default), or not");
-  command->add_option("--postgres-bin", explore.services.postgres_bin,
-                      "PostgreSQL server binaries for the real stack that confirms the findings");
+  command->add_option("--postgres-bin", explore.services.postgres_bin, "PostgreSQL server binaries for the real stack");
   command->add_flag("--overwrite", explore.overwrite, "replace an earlier explore's files in --out");
   add_format_option(command, explore.format, {"text", "json"}, "text or json (explore.json on stdout)");
-  command->footer(footer("skewbench explore scenarios/explore/018-node-local.json --seed 1 --out explore/1",
-                         "  0    no invariant broken\n"
-                         "  1    an invariant broken: each finding's minimal scenario is under --out/findings/\n"
-                         "  2    bad arguments, bounds file or --out; nothing ran\n"
-                         "  3    the real stack could not confirm the findings, or the engines disagree (a bug)\n"
-                         "  130  interrupted; what was found so far is written\n"));
+  command->footer(
+      footer("skewbench explore scenarios/explore/018-node-local.json --seed 1 --out explore/1\n"
+             "  skewbench explore --target powertools-redis --seed 1 --budget-s 300 --out explore/pt",
+             "  0    no invariant broken\n"
+             "  1    an invariant broken: each finding's minimal scenario is under --out/findings/\n"
+             "  2    bad arguments, bounds file or --out; nothing ran\n"
+             "  3    the real stack could not confirm the findings, or the engines disagree (a bug)\n"
+             "  130  interrupted; what was found so far is written\n"));
   return command;
 }
 

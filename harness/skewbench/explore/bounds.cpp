@@ -40,8 +40,7 @@ std::vector<std::string> read_step_kinds(const json& value, const std::string& p
     if (std::find(std::begin(kExplorableKinds), std::end(kExplorableKinds), kind) == std::end(kExplorableKinds)) {
       std::string known;
       for (const auto k : kExplorableKinds) known += (known.empty() ? "" : ", ") + std::string(k);
-      throw InputError(index_path(path, i), "\"" + kind + "\" is not a step kind explore generates (" + known +
-                                                "; the steps that control a process are not modelled in-process)");
+      throw InputError(index_path(path, i), "\"" + kind + "\" is not a step kind explore generates (" + known + ")");
     }
     if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) {
       throw InputError(index_path(path, i), "\"" + kind + "\" is listed twice");
@@ -61,8 +60,9 @@ Invariant read_invariant(const json& value, const std::string& path) {
   }
   Invariant invariant{.kind = *kind, .policies = {}};
   if (const json* policies = reader.optional("policies")) {
-    if (*kind != InvariantKind::at_most_one_effect) {
-      throw InputError(reader.child_path("policies"), "only at_most_one_effect is held for some policies");
+    if (*kind != InvariantKind::at_most_one_effect && *kind != InvariantKind::at_most_one_effect_within_ttl) {
+      throw InputError(reader.child_path("policies"),
+                       "only at_most_one_effect and at_most_one_effect_within_ttl are held for some policies");
     }
     if (!policies->is_array()) throw InputError(reader.child_path("policies"), "must be an array of policy names");
     for (std::size_t i = 0; i < policies->size(); ++i) {
@@ -150,6 +150,12 @@ Bounds parse_bounds(const json& document, const std::string& source) {
       throw InputError(steps.child_path("kinds"), "names no step kind, but max is " + std::to_string(bounds.max_steps));
     }
     steps.finish();
+  }
+  if (const json* remote = reader.optional("remote")) {
+    // The scenario parser checks it, with the rest of a generated scenario,
+    // when the bounds are checked.
+    if (!remote->is_object()) throw InputError(reader.child_path("remote"), "must be an object, as a scenario's");
+    bounds.remote = *remote;
   }
   read_policies(reader, bounds);
   read_invariants(reader, bounds);

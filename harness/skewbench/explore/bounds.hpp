@@ -36,8 +36,13 @@ struct Range {
 //    and at most those plus the POSTs whose answer was lost (the count rule of
 //    docs/evidence.md, counted from what skewbench sent and saw).
 //  - runs_to_a_verdict: no scenario ends in ERROR.
+//  - at_most_one_effect_within_ttl: no two effects while every POST was sent
+//    before the first one's time plus the TTL, by the reference clock (true
+//    time): what a library or service that keeps a key for its TTL promises,
+//    whatever the clocks of its instances and its store read.
 enum class InvariantKind {
   at_most_one_effect,
+  at_most_one_effect_within_ttl,
   declared_authority_before_expiry,
   no_verdict_on_error,
   effects_within_posts,
@@ -45,6 +50,7 @@ enum class InvariantKind {
 };
 inline constexpr auto kInvariantKinds =
     vocabulary<InvariantKind>({{InvariantKind::at_most_one_effect, "at_most_one_effect"},
+                               {InvariantKind::at_most_one_effect_within_ttl, "at_most_one_effect_within_ttl"},
                                {InvariantKind::declared_authority_before_expiry, "declared_authority_before_expiry"},
                                {InvariantKind::no_verdict_on_error, "no_verdict_on_error"},
                                {InvariantKind::effects_within_posts, "effects_within_posts"},
@@ -52,15 +58,19 @@ inline constexpr auto kInvariantKinds =
 
 struct Invariant {
   InvariantKind kind = InvariantKind::at_most_one_effect;
-  // at_most_one_effect: the policies (by name) it holds for; empty: every one.
+  // at_most_one_effect and at_most_one_effect_within_ttl: the policies (by
+  // name) it holds for; empty: every one.
   std::vector<std::string> policies;
   std::string name() const { return std::string(kInvariantKinds.name(kind)); }
 };
 
 // The step kinds a generated scenario may use after its commit_operation and
-// its first post_effect, which every generated scenario has.
+// its first post_effect, which every generated scenario has. The last two
+// restart a process of the service (every instance, or its store): they run
+// on the real engine and against targets only.
 inline constexpr std::string_view kExplorableKinds[] = {
-    "observe", "recover", "set_clock_offset", "gc", "bind_temporal_epoch", "post_effect"};
+    "observe",     "recover",        "set_clock_offset", "gc", "bind_temporal_epoch",
+    "post_effect", "restart_remote", "restart_store"};
 
 // A number of a policy drawn from a range: in the bounds file, the field is
 // {"min": A, "max": B} where the scenario's policy has a number
@@ -80,6 +90,10 @@ struct Bounds {
   Range step_gap_s{0, 60};
   std::size_t max_steps = 4;  // after the commit and the first POST
   std::vector<std::string> step_kinds;
+  // The generated scenarios' "remote" (the instances and whose clock they
+  // judge by, as a scenario file's $.remote); null: one instance, told the
+  // time in each request.
+  nlohmann::json remote = nullptr;
   std::vector<nlohmann::json> policies;  // policy objects, as a scenario's "policy", ranges and all
   // Of every policy, its ranged fields, in document order; flattened in
   // policy order, they are the numbers a draft draws (Draft::policy_values).

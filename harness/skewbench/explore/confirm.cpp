@@ -1,10 +1,7 @@
 #include "explore/confirm.hpp"
 
 #include "evidence/evidence.hpp"
-#include "explore/invariants.hpp"
-#include "runner/runner.hpp"
-#include "runner/session.hpp"
-#include "scenario/scenario.hpp"
+#include "explore/engines.hpp"
 
 namespace skewbench::explore {
 namespace {
@@ -36,26 +33,16 @@ void confirm_on_real_stack(const Bounds& bounds, ExploreOutcome& outcome, runner
   if (outcome.findings.empty()) return;
   services.engine = infra::Engine::real;
   services.quiet = true;
-  const auto run_id = runner::new_run_id();
-  runner::Session session({.services = services, .run_id = run_id, .dedupe_mode = std::nullopt});
-  runner::ScenarioRunner runner(session.remote(), session.outbox(),
-                                runner::RunnerOptions{.run_id = run_id,
-                                                      .remote_control = session.stack().remote_control(),
-                                                      .interrupted = stop,
-                                                      .evaluate_expectations = true,
-                                                      .database_control = session.stack().database_control(),
-                                                      .instances = &session});
-  const auto environment = evidence::describe_environment(run_id, session.description());
+  const auto engine = real_engine(bounds, services, stop);
+  const auto environment = engine->environment();
   for (auto& finding : outcome.findings) {
-    const auto scenario = scenario::parse_scenario(finding.minimal, "the minimal scenario");
-    auto result = runner.run(scenario);
-    const auto breach = first_breach(bounds, scenario, result);
-    finding.real_evidence = evidence::scenario_evidence(scenario, result, environment);
-    finding.real_why = breach ? breach->why : "no invariant broken";
+    auto ran = engine->run(finding.minimal);
+    finding.real_evidence = evidence::scenario_evidence(ran.scenario, ran.result, environment);
+    finding.real_why = ran.breach ? ran.breach->why : "no invariant broken";
     const auto in_process = engine_free_core(finding.evidence);
     const auto real = engine_free_core(finding.real_evidence);
     if (in_process != real) finding.disagreement = first_difference(in_process, real);
-    finding.confirmed = !finding.disagreement && breach && breach->invariant == finding.invariant;
+    finding.confirmed = !finding.disagreement && ran.breach && ran.breach->invariant == finding.invariant;
   }
 }
 

@@ -1,5 +1,6 @@
 #include "explore/explore.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -12,10 +13,10 @@
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "evidence/evidence.hpp"
+#include "explore/engines.hpp"
 #include "explore/generate.hpp"
 #include "explore/invariants.hpp"
-#include "infra/in_process.hpp"
-#include "runner/runner.hpp"
+#include "runner/session.hpp"
 #include "scenario/scenario.hpp"
 
 namespace skewbench::explore {
@@ -24,56 +25,10 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// Operation ids and keys derive from it; one id keeps every run of a seed the same.
-constexpr const char* kRunId = "explore";
 // RapidCheck's size: the generators here take their ranges from the bounds,
 // and the step count from the bounds' maximum, not from it.
 constexpr int kSize = 100;
 constexpr auto kProgressInterval = std::chrono::seconds(10);
-
-struct Ran {
-  scenario::Scenario scenario;
-  runner::ScenarioResult result;
-  std::optional<Breach> breach;
-};
-
-// The in-process engine explore runs on: one remote and one outbox, emptied
-// before each scenario, as a sweep worker's.
-class Engine {
- public:
-  explicit Engine(const Bounds& bounds)
-      : bounds_(bounds),
-        remote_({.state_file = std::nullopt,
-                 .mode = remote_effect::kDefaultDedupeMode,
-                 .boot_id = std::string("in-process-") + kRunId,
-                 .default_ttl_s = 60}),
-        runner_(remote_, outbox_,
-                runner::RunnerOptions{.run_id = kRunId,
-                                      .remote_control = nullptr,
-                                      .interrupted = nullptr,
-                                      .evaluate_expectations = true,
-                                      .database_control = nullptr,
-                                      .instances = nullptr}) {}
-
-  Ran run(const json& document) {
-    Ran ran{.scenario = scenario::parse_scenario(document, "explore"), .result = {}, .breach = std::nullopt};
-    remote_.clear();
-    outbox_.clear();
-    ran.result = runner_.run(ran.scenario);
-    ran.breach = first_breach(bounds_, ran.scenario, ran.result);
-    return ran;
-  }
-
-  evidence::RunEnvironment environment() {
-    return evidence::describe_in_process_environment(kRunId, remote_.health().body);
-  }
-
- private:
-  const Bounds& bounds_;
-  infra::InProcessRemote remote_;
-  infra::InProcessOutbox outbox_;
-  runner::ScenarioRunner runner_;
-};
 
 std::string scenario_id(std::uint64_t number) { return "explore-" + std::to_string(number); }
 
@@ -86,10 +41,28 @@ std::string policy_name(const Bounds& bounds, const Draft& draft) {
   return bounds.policies[draft.policy % bounds.policies.size()].at("name").get<std::string>();
 }
 
+Shape shape_of(const Bounds& bounds, const Draft& draft) {
+  Shape shape{.nodes = draft.node_count(), .kinds = {}};
+  for (const auto& step : draft.steps) {
+    const auto& kind = bounds.step_kinds[step.kind % bounds.step_kinds.size()];
+    if (std::find(shape.kinds.begin(), shape.kinds.end(), kind) == shape.kinds.end()) shape.kinds.push_back(kind);
+  }
+  std::sort(shape.kinds.begin(), shape.kinds.end());
+  return shape;
+}
+
+// `scenario` has at least the nodes of `minimal` and every kind of its steps,
+// so it may well break the invariant the same way: it is counted, not shrunk.
+bool covers(const Shape& minimal, const Shape& scenario) {
+  return scenario.nodes >= minimal.nodes &&
+         std::includes(scenario.kinds.begin(), scenario.kinds.end(), minimal.kinds.begin(), minimal.kinds.end());
+}
+
 // What a minimal scenario expects: one effect, where the invariant it breaks
 // is about effects, so that `skewbench run` of it fails where it breaks.
 json minimal_expectations(const Invariant& invariant) {
   if (invariant.kind == InvariantKind::at_most_one_effect ||
+      invariant.kind == InvariantKind::at_most_one_effect_within_ttl ||
       invariant.kind == InvariantKind::declared_authority_before_expiry) {
     return {{"effect_count", 1}};
   }
@@ -98,8 +71,8 @@ json minimal_expectations(const Invariant& invariant) {
 
 class Explorer {
  public:
-  Explorer(const Bounds& bounds, const ExploreSettings& settings, const ExploreLog& log)
-      : bounds_(bounds), settings_(settings), log_(log), engine_(bounds), generator_(draft_generator(bounds)) {}
+  Explorer(const Bounds& bounds, const ExploreSettings& settings, Engine& engine, const ExploreLog& log)
+      : bounds_(bounds), settings_(settings), log_(log), engine_(engine), generator_(draft_generator(bounds)) {}
 
   ExploreOutcome run() {
     const auto started = Clock::now();
@@ -112,15 +85,16 @@ class Explorer {
       const auto draft = shrinkable.value();
       auto ran = engine_.run(
           scenario_document(bounds_, draft, scenario_id(number), description(bounds_, settings_.seed, number)));
-      digest.update(evidence::scenario_core(ran.scenario, ran.result, infra::Engine::in_process).dump());
+      digest.update(evidence::scenario_core(ran.scenario, ran.result, engine_.kind()).dump());
       digest.update("\n");
       ++outcome_.verdicts[std::string(scenario::to_string(ran.result.verdict))];
       if (ran.breach) note_breach(number, shrinkable, ran);
-      if (number % 1024 == 0) report_progress(number);
+      if (number % progress_every() == 0) report_progress(number);
       outcome_.stopped_by = next_stop(started);
     }
     outcome_.generating_s = std::chrono::duration<double>(Clock::now() - started).count() - shrinking_s_;
     outcome_.scenarios_core_digest = digest.hex_digest();
+    outcome_.engine = engine_.kind();
     outcome_.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
     return std::move(outcome_);
   }
@@ -134,6 +108,10 @@ class Explorer {
     return "";
   }
 
+  // How often the clock is looked at for a progress line: a real service runs
+  // far fewer scenarios a second.
+  std::uint64_t progress_every() const { return engine_.kind() == infra::Engine::in_process ? 1024 : 1; }
+
   // A line every kProgressInterval, so that a long budget shows it is alive.
   void report_progress(std::uint64_t number) {
     const auto now = Clock::now();
@@ -143,11 +121,17 @@ class Explorer {
          std::to_string(outcome_.findings.size()) + " finding(s)");
   }
 
+  // A breach of an invariant under a policy is a new finding unless an
+  // earlier finding's minimal scenario needs no more than this scenario has
+  // (its nodes and step kinds): then it is counted there. Shrinking only takes
+  // steps and nodes away, so what this one shrinks to is a shape no finding
+  // has yet.
   void note_breach(std::uint64_t number, const rc::Shrinkable<Draft>& shrinkable, const Ran& ran) {
     ++outcome_.breaking;
     const auto policy = std::string(ran.scenario.policy->name());
+    const auto shape = shape_of(bounds_, shrinkable.value());
     for (auto& finding : outcome_.findings) {
-      if (finding.invariant == ran.breach->invariant && finding.policy == policy) {
+      if (finding.invariant == ran.breach->invariant && finding.policy == policy && covers(finding.shape, shape)) {
         ++finding.occurrences;
         return;
       }
@@ -176,11 +160,14 @@ class Explorer {
     const auto breaks = [&](const Draft& draft) {
       ++finding.shrink_runs;
       if (policy_name(bounds_, draft) != finding.policy) return false;
-      const auto ran = engine_.run(scenario_document(bounds_, draft, id, text));
+      // An id of its own: a real service keeps what each scenario left.
+      const auto ran = engine_.run(scenario_document(
+          bounds_, draft, scenario_id(number) + "-shrink-" + std::to_string(finding.shrink_runs), text));
       return ran.breach && ran.breach->invariant == finding.invariant;
     };
     const auto [minimal, shrinks] = rc::shrinkable::findLocalMin(shrinkable, breaks);
     finding.shrinks = shrinks;
+    finding.shape = shape_of(bounds_, minimal);
     const auto& invariant = bounds_.invariants[finding.invariant];
     auto document =
         scenario_document(bounds_, minimal, id,
@@ -201,7 +188,7 @@ class Explorer {
   const Bounds& bounds_;
   const ExploreSettings& settings_;
   const ExploreLog& log_;
-  Engine engine_;
+  Engine& engine_;
   rc::Gen<Draft> generator_;
   ExploreOutcome outcome_;
   double shrinking_s_ = 0;
@@ -227,8 +214,34 @@ void check_bounds(const Bounds& bounds) {
   }
 }
 
+std::optional<std::string> engine_problem(const Bounds& bounds, const runner::StackOptions& services) {
+  std::vector<scenario::Scenario> samples;
+  for (std::size_t p = 0; p < bounds.policies.size(); ++p) {
+    Draft draft;
+    draft.policy = p;
+    draft.ttl_s = bounds.ttl_s.min_s;
+    draft.other_node_offsets_s.assign(bounds.max_nodes - 1, 0);
+    for (std::size_t k = 0; k < bounds.step_kinds.size(); ++k) draft.steps.push_back({.kind = k});
+    samples.push_back(scenario::parse_scenario(
+        scenario_document(bounds, draft, "explore-check", "a check of the bounds"), bounds.source));
+  }
+  for (const auto& problem :
+       {runner::in_process_scenario_problem(services, samples), runner::control_step_problem(services, samples),
+        runner::clock_mode_problem(services, samples), runner::instances_problem(services, samples),
+        runner::own_wire_problem(services, samples)}) {
+    if (problem) return "the bounds may generate what this engine cannot run: " + *problem;
+  }
+  return std::nullopt;
+}
+
+ExploreOutcome run_explore(const Bounds& bounds, const ExploreSettings& settings, Engine& engine,
+                           const ExploreLog& log) {
+  return Explorer(bounds, settings, engine, log).run();
+}
+
 ExploreOutcome run_explore(const Bounds& bounds, const ExploreSettings& settings, const ExploreLog& log) {
-  return Explorer(bounds, settings, log).run();
+  const auto engine = in_process_engine(bounds);
+  return run_explore(bounds, settings, *engine, log);
 }
 
 std::string finding_folder(const Bounds& bounds, const Finding& finding, std::size_t index) {
@@ -247,6 +260,8 @@ json explore_summary(const Bounds& bounds, const ExploreSettings& settings, cons
                         {"found_steps", f.found_steps},
                         {"occurrences", f.occurrences},
                         {"minimal_steps", f.minimal.at("steps").size()},
+                        {"minimal_nodes", f.shape.nodes},
+                        {"minimal_kinds", f.shape.kinds},
                         {"shrinks", f.shrinks},
                         {"shrink_runs", f.shrink_runs},
                         {"why", f.why},
@@ -258,8 +273,17 @@ json explore_summary(const Bounds& bounds, const ExploreSettings& settings, cons
   }
   const double per_minute =
       outcome.generating_s > 0 ? static_cast<double>(outcome.tried) * 60 / outcome.generating_s : 0;
+  const bool in_process = outcome.engine == infra::Engine::in_process;
+  const auto* warning =
+      in_process ? "the scenarios ran on the in-process engine: remote-effect's rules and an outbox double in one "
+                   "process (docs/engines.md); confirmed_on_real_stack says whether a finding broke the same "
+                   "invariant with the same measured values on PostgreSQL and a remote-effect process (null: not "
+                   "run there)"
+                 : "the scenarios ran on the real engine, on the services named under target (null: PostgreSQL and "
+                   "remote-effect); each finding was found and shrunk there, so confirmed_on_real_stack is null";
   return {{"schema_version", "skewbench-explore/1"},
-          {"engine", to_string(infra::Engine::in_process)},
+          {"engine", to_string(outcome.engine)},
+          {"target", outcome.target},
           {"seed", settings.seed},
           {"bounds", {{"id", bounds.id}, {"file", bounds.source}, {"digest", bounds.digest}}},
           {"max_scenarios", settings.max_scenarios},
@@ -273,11 +297,7 @@ json explore_summary(const Bounds& bounds, const ExploreSettings& settings, cons
           {"scenarios_per_minute", per_minute},
           {"findings", std::move(findings)},
           {"harness", evidence::harness_json()},
-          {"warnings",
-           json::array({"the scenarios ran on the in-process engine: remote-effect's rules and an outbox double in "
-                        "one process (docs/engines.md); confirmed_on_real_stack says whether a finding broke the same "
-                        "invariant with the same measured values on PostgreSQL and a remote-effect process (null: "
-                        "not run there)"})}};
+          {"warnings", json::array({warning})}};
 }
 
 void write_explore(const std::filesystem::path& out_dir, const Bounds& bounds, const ExploreSettings& settings,

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "explore/bounds.hpp"
+#include "infra/in_process.hpp"
+#include "runner/stack.hpp"
 
 namespace skewbench::explore {
 
@@ -27,18 +29,31 @@ struct ExploreSettings {
   const std::atomic<bool>* interrupted = nullptr;
 };
 
-// One invariant broken for one policy: the first scenario that broke it, and
-// the minimal scenario it shrank to.
+// What findings are told apart by: a scenario's nodes and the kinds of its
+// generated steps (sorted; the commit and the first POST every scenario has
+// are not among them).
+struct Shape {
+  std::size_t nodes = 1;
+  std::vector<std::string> kinds;
+  bool operator==(const Shape&) const = default;
+};
+
+// One invariant broken for one policy in one way: the first scenario that
+// broke it, and the minimal scenario it shrank to, whose shape no other
+// finding of that invariant and policy has.
 struct Finding {
   std::size_t invariant = 0;  // index into Bounds::invariants
   std::string policy;
   std::uint64_t found_at = 0;  // the number of the scenario that first broke it (from 1)
   std::string found_why;
-  std::size_t found_steps = 0;    // that scenario's steps
-  std::uint64_t occurrences = 0;  // scenarios that broke it for this policy
+  std::size_t found_steps = 0;  // that scenario's steps
+  // Scenarios that broke it for this policy with at least its minimal
+  // scenario's nodes and step kinds.
+  std::uint64_t occurrences = 0;
   std::size_t shrinks = 0;        // shrinks taken on the way to the minimal scenario
   std::uint64_t shrink_runs = 0;  // scenarios run while shrinking
   nlohmann::json minimal;         // the minimal scenario, as a scenario file
+  Shape shape;                    // the minimal scenario's
   std::string why;                // what the minimal scenario broke, as measured
   nlohmann::json evidence;        // its evidence, as `run` writes scenarios/<id>.json
   // On the real stack (explore/confirm.hpp): nullopt until it ran there; true
@@ -61,15 +76,30 @@ struct ExploreOutcome {
   double duration_s = 0;    // generating and shrinking
   double generating_s = 0;  // generating and running the scenarios tried
   std::string stopped_by;   // max_scenarios, budget or interrupted
+  infra::Engine engine = infra::Engine::in_process;
+  nlohmann::json target = nullptr;  // the target's name, when explore ran against one
 };
 
 // Checks that each policy of `bounds` makes a valid scenario (the scenario
 // parser's rules); throws InputError naming the policy's path.
 void check_bounds(const Bounds& bounds);
 
+// What the engine and services of `services` cannot run of what `bounds`
+// may generate (a scenario of each policy with every node and every step
+// kind, held to the checks `run` makes before anything starts: a step that
+// restarts a process or an instance per node on the in-process engine, a
+// restart_store without a store, gc against a service of its own wire, ...);
+// nullopt when they can run all of it.
+std::optional<std::string> engine_problem(const Bounds& bounds, const runner::StackOptions& services);
+
 // Tells what happens as it happens (a finding, its shrinking); may be empty.
 using ExploreLog = std::function<void(const std::string& line)>;
 
+class Engine;  // explore/engines.hpp
+
+ExploreOutcome run_explore(const Bounds& bounds, const ExploreSettings& settings, Engine& engine,
+                           const ExploreLog& log = {});
+// On the in-process engine.
 ExploreOutcome run_explore(const Bounds& bounds, const ExploreSettings& settings, const ExploreLog& log = {});
 
 // explore.json: the seed, the bounds, the counts, the digest and each finding

@@ -120,19 +120,23 @@ json scenario_document(const Bounds& bounds, const Draft& draft, const std::stri
   for (const auto& s : draft.steps) {
     at_s += s.gap_s;
     const auto& kind = bounds.step_kinds[s.kind % bounds.step_kinds.size()];
-    json step = {{"kind", kind}, {"node", node_id(s.node)}, {"at_s", at_s}};
+    // A restart acts on every instance of the service, or on its store: no node performs it.
+    json step = {{"kind", kind}, {"at_s", at_s}};
+    if (kind != "restart_remote" && kind != "restart_store") step["node"] = node_id(s.node);
     if (kind == "post_effect") step["drop_ack"] = s.drop_ack;
     if (kind == "set_clock_offset") step["offset_s"] = s.offset_s;
     steps.push_back(std::move(step));
   }
-  return {{"id", id},
-          {"description", description},
-          {"t0_s", bounds.t0_s},
-          {"ttl_s", draft.ttl_s},
-          {"nodes", std::move(nodes)},
-          {"policy", policy_document(bounds, draft)},
-          {"steps", std::move(steps)},
-          {"expect", json::object()}};
+  json document = {{"id", id},
+                   {"description", description},
+                   {"t0_s", bounds.t0_s},
+                   {"ttl_s", draft.ttl_s},
+                   {"nodes", std::move(nodes)},
+                   {"policy", policy_document(bounds, draft)},
+                   {"steps", std::move(steps)},
+                   {"expect", json::object()}};
+  if (!bounds.remote.is_null()) document["remote"] = bounds.remote;
+  return document;
 }
 
 }  // namespace skewbench::explore

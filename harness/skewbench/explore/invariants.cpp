@@ -38,6 +38,35 @@ bool replays_before_expiry(const runner::ScenarioResult& result, std::string& ju
   return replayed;
 }
 
+// Every POST the scenario sent (a step's exchange with a transport outcome)
+// left before the first one's reference time plus the TTL: the key was live
+// in true time at each; false when fewer than two POSTs went.
+bool posts_within_ttl(const scenario::Scenario& scenario, const runner::ScenarioResult& result, std::string& sent) {
+  std::optional<std::int64_t> first_s;
+  std::size_t posts = 0;
+  for (const auto& record : result.timeline) {
+    if (!record.outcome) continue;
+    const auto& exchanges = record.outcome->exchanges;
+    const bool posted = std::any_of(exchanges.begin(), exchanges.end(),
+                                    [](const json& e) { return e.is_object() && e.contains("transport_outcome"); });
+    if (!posted) continue;
+    ++posts;
+    const auto at_s = record.reference_time_s;
+    if (!first_s) first_s = at_s;
+    if (at_s >= *first_s + scenario.ttl_s) return false;
+    sent += (sent.empty() ? "" : ", ") + std::to_string(at_s);
+  }
+  if (posts < 2) return false;
+  sent = "every POST was sent within the TTL of the first by the reference clock (at " + sent + ", before " +
+         std::to_string(*first_s + scenario.ttl_s) + ")";
+  return true;
+}
+
+bool holds_for(const Invariant& invariant, const std::string& policy) {
+  const auto& listed = invariant.policies;
+  return listed.empty() || std::find(listed.begin(), listed.end(), policy) != listed.end();
+}
+
 std::optional<std::string> breach_of(const Invariant& invariant, const scenario::Scenario& scenario,
                                      const runner::ScenarioResult& result, const std::optional<std::string>& counts) {
   const std::string policy(scenario.policy->name());
@@ -53,10 +82,14 @@ std::optional<std::string> breach_of(const Invariant& invariant, const scenario:
     case InvariantKind::runs_to_a_verdict:
       if (result.verdict == runner::Verdict::Error) return "ERROR: " + result.error.value_or("(no error text)");
       return std::nullopt;
-    case InvariantKind::at_most_one_effect: {
-      const auto& listed = invariant.policies;
-      const bool held = listed.empty() || std::find(listed.begin(), listed.end(), policy) != listed.end();
-      if (held && has_duplicate(result)) return policy + " left " + effects_text(result);
+    case InvariantKind::at_most_one_effect:
+      if (holds_for(invariant, policy) && has_duplicate(result)) return policy + " left " + effects_text(result);
+      return std::nullopt;
+    case InvariantKind::at_most_one_effect_within_ttl: {
+      std::string sent;
+      if (holds_for(invariant, policy) && has_duplicate(result) && posts_within_ttl(scenario, result, sent)) {
+        return policy + " left " + effects_text(result) + " though " + sent;
+      }
       return std::nullopt;
     }
     case InvariantKind::declared_authority_before_expiry: {
