@@ -2,9 +2,13 @@
 // files, each finding confirmed on a real stack it starts, and a finding
 // whose in-process measurement was altered caught as the engines disagreeing.
 
+#include <csignal>
+#include <thread>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "common/subprocess.hpp"
 #include "explore/confirm.hpp"
 #include "support/cli.hpp"
 
@@ -156,6 +160,34 @@ TEST_CASE("explore on the real engine finds and shrinks what the in-process engi
   const auto evidence = read_json(dir.path() / "real" / finding.at("evidence_file").get<std::string>());
   CHECK_FALSE(evidence.contains("engine"));  // only the in-process engine marks its evidence
   CHECK(evidence.at("final").at("effect_count") == 2);
+}
+
+TEST_CASE("explore on the real engine, interrupted, writes what it found before; the scenario cut short is left out") {
+  TempDir dir("skewbench-explore-cli");
+  const auto out = dir.path() / "out";
+  const auto log = dir.path() / "stderr.txt";
+  Subprocess explore({SKEWBENCH_CLI_BIN, "explore", kNodeLocal, "--engine", "real", "--seed", "1", "--budget-s", "600",
+                      "--out", out.string()},
+                     {.env = {}, .stderr_path = log.string()});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  const auto said = [&log] { return fs::exists(log) ? read_file(log) : std::string(); };
+  while (said().find("shrunk to") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // in the middle of a later scenario
+  explore.send_signal(SIGINT);
+  const auto code = explore.wait_for_exit(std::chrono::seconds(60));
+  INFO(said());
+  REQUIRE(code == 130);
+  const auto summary = read_json(out / "explore.json");
+  CHECK(summary.at("stopped_by") == "interrupted");
+  CHECK(summary.at("scenarios_tried").get<int>() >= 26);
+  REQUIRE(summary.at("findings").size() == 1);
+  CHECK(summary.at("findings")[0].at("minimal_steps") == 3);
+  std::uint64_t verdicts = 0;
+  for (const auto& [verdict, count] : summary.at("verdicts").items()) verdicts += count.get<std::uint64_t>();
+  CHECK(verdicts == summary.at("scenarios_tried").get<std::uint64_t>());
+  CHECK(summary.at("verdicts").count("ERROR") == 0);
 }
 
 TEST_CASE("a finding the real stack measures otherwise is reported as the engines disagreeing") {

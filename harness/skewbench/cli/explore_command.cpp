@@ -197,16 +197,8 @@ int explore_scenarios(const ExploreArgs& args) {
     std::cerr << "skewbench: explore: cannot start the services: " << e.what() << "\n";
     return exit_code::kInfrastructure;
   }
-  explore::ExploreOutcome outcome;
-  try {
-    outcome = explore::run_explore(*bounds, settings, *engine, [](const std::string& line) {
-      std::cerr << "skewbench: explore: " << line << "\n";
-    });
-  } catch (const Interrupted&) {
-    // Between steps of a real service's scenario: nothing of it is kept.
-    std::cerr << "skewbench: explore: interrupted\n";
-    return exit_code::kInterrupted;
-  }
+  auto outcome = explore::run_explore(
+      *bounds, settings, *engine, [](const std::string& line) { std::cerr << "skewbench: explore: " << line << "\n"; });
   engine.reset();  // its services stop before the in-process findings are confirmed on others
   if (args.target) outcome.target = services->target.value("name", *args.target);
   int code = outcome.findings.empty() ? exit_code::kPass : exit_code::kExpectationFailed;

@@ -10,6 +10,7 @@
 #include <rapidcheck/shrinkable/Operations.h>
 
 #include "common/digest.hpp"
+#include "common/errors.hpp"
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "evidence/evidence.hpp"
@@ -79,18 +80,28 @@ class Explorer {
     rc::Random random(settings_.seed);
     Sha256 digest;
     outcome_.stopped_by = next_stop(started);
-    while (outcome_.stopped_by.empty()) {
-      const auto number = ++outcome_.tried;
-      const auto shrinkable = generator_(random.split(), kSize);
-      const auto draft = shrinkable.value();
-      auto ran = engine_.run(
-          scenario_document(bounds_, draft, scenario_id(number), description(bounds_, settings_.seed, number)));
-      digest.update(evidence::scenario_core(ran.scenario, ran.result, engine_.kind()).dump());
-      digest.update("\n");
-      ++outcome_.verdicts[std::string(scenario::to_string(ran.result.verdict))];
-      if (ran.breach) note_breach(number, shrinkable, ran);
-      if (number % progress_every() == 0) report_progress(number);
-      outcome_.stopped_by = next_stop(started);
+    try {
+      while (outcome_.stopped_by.empty()) {
+        const auto number = outcome_.tried + 1;
+        const auto shrinkable = generator_(random.split(), kSize);
+        const auto draft = shrinkable.value();
+        auto ran = engine_.run(
+            scenario_document(bounds_, draft, scenario_id(number), description(bounds_, settings_.seed, number)));
+        outcome_.tried = number;
+        digest.update(evidence::scenario_core(ran.scenario, ran.result, engine_.kind()).dump());
+        digest.update("\n");
+        ++outcome_.verdicts[std::string(scenario::to_string(ran.result.verdict))];
+        if (ran.breach) note_breach(number, shrinkable, ran);
+        if (number % progress_every() == 0) report_progress(number);
+        outcome_.stopped_by = next_stop(started);
+      }
+    } catch (const Interrupted&) {
+      // Asked to stop in the middle of a scenario (the real engine reads the
+      // flag between steps): that scenario, or the finding being shrunk, is
+      // left out; what was found before stays.
+      outcome_.stopped_by = "interrupted";
+      if (log_)
+        log_("interrupted in the middle of scenario " + std::to_string(outcome_.tried + 1) + "; it is left out");
     }
     outcome_.generating_s = std::chrono::duration<double>(Clock::now() - started).count() - shrinking_s_;
     outcome_.scenarios_core_digest = digest.hex_digest();
