@@ -135,6 +135,33 @@ TEST_CASE("explore refuses bad bounds, a used --out and another engine with exit
   CHECK(read_file(dir.path() / "used" / "notes.txt") == "mine");
 }
 
+TEST_CASE("validate checks explore bounds files as explore does, beside scenarios and grids") {
+  auto r = run_skewbench({"validate", source_path("scenarios/explore")});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, ContainsSubstring("(explore bounds 018-node-local, 4 invariants, up to 6 steps of 5 kinds)"));
+  CHECK_THAT(r.output, ContainsSubstring("(explore bounds target-node-local,"));
+
+  TempDir dir("skewbench-explore-cli");
+  auto bounds = read_json(kNodeLocal);
+  bounds["ttl_s"]["max"] = 0;
+  bounds["policies"] = json::array({{{"name", "uncertainty"}}});
+  write_file_atomically(dir.path() / "bad.json", bounds.dump());
+  write_file_atomically(dir.path() / "scenario.json", read_file(source_path("scenarios/018-declared-authority.json")));
+  r = run_skewbench({"validate", dir.path().string()});
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, ContainsSubstring("invalid explore bounds: " + (dir.path() / "bad.json").string() +
+                                         ": $.ttl_s.max: 0 is out of range"));
+  CHECK_THAT(r.output, ContainsSubstring("ok  " + (dir.path() / "scenario.json").string()));
+  CHECK_THAT(r.output, ContainsSubstring("1 of 2 files invalid"));
+  bounds["ttl_s"]["max"] = 10;
+  write_file_atomically(dir.path() / "bad.json", bounds.dump());
+  r = run_skewbench({"validate", (dir.path() / "bad.json").string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, ContainsSubstring("$.policies[0]: this policy makes no valid scenario"));
+}
+
 TEST_CASE("explore on the real engine finds and shrinks what the in-process engine does, from the same seed") {
   TempDir dir("skewbench-explore-cli");
   const auto real =

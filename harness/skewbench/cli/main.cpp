@@ -191,9 +191,10 @@ CLI::App* add_run(CLI::App& app, cli::RunArgs& run) {
 }
 
 CLI::App* add_validate(CLI::App& app, std::vector<std::string>& validate_paths) {
-  auto* command = app.add_subcommand("validate", "check scenario and grid files without running them");
-  command->add_option("paths", validate_paths, "scenario or grid files, or directories of them")->required();
-  command->footer(footer("skewbench validate scenarios/ scenarios/sweeps/",
+  auto* command = app.add_subcommand("validate", "check scenario, grid and explore bounds files without running them");
+  command->add_option("paths", validate_paths, "scenario, grid or explore bounds files, or directories of them")
+      ->required();
+  command->footer(footer("skewbench validate scenarios/ scenarios/sweeps/ scenarios/explore/",
                          "  0    every file is valid\n"
                          "  2    a file is invalid (every error of every file is listed)\n"));
   return command;

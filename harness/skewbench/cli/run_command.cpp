@@ -12,8 +12,10 @@
 #include "cli/github.hpp"
 #include "common/errors.hpp"
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "common/stop_request.hpp"
 #include "common/text.hpp"
+#include "explore/explore.hpp"
 #include "published/published.hpp"
 #include "sweep/file_check.hpp"
 
@@ -100,8 +102,31 @@ void install_signal_handlers() {
 
 bool stdout_wants_colour() { return artifacts::colour_wanted(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")); }
 
+namespace {
+
+// An explore bounds file (docs/explore.md) names invariants; a scenario or
+// grid never does.
+std::optional<sweep::FileCheck> check_bounds_file(const std::filesystem::path& path, const nlohmann::json& document) {
+  if (!document.is_object() || !document.contains("invariants")) return std::nullopt;
+  sweep::FileCheck check{.path = path.string(), .kind = "explore bounds", .summary = "", .errors = {}};
+  try {
+    const auto bounds = explore::load_bounds(path);
+    explore::check_bounds(bounds);
+    check.summary = "explore bounds " + bounds.id + ", " + text::plural(bounds.invariants.size(), "invariant") +
+                    ", up to " + text::plural(bounds.max_steps, "step") + " of " +
+                    text::plural(bounds.step_kinds.size(), "kind");
+  } catch (const InputError& e) {
+    check.errors.push_back(path.string() + ": " + e.json_path() + ": " + e.message());
+  } catch (const std::exception& e) {
+    check.errors.push_back(path.string() + ": " + e.what());
+  }
+  return check;
+}
+
+}  // namespace
+
 int validate_files(const std::vector<std::string>& paths) {
-  const auto checks = sweep::check_files(paths);
+  const auto checks = sweep::check_files(paths, check_bounds_file);
   std::size_t invalid = 0;
   for (const auto& check : checks) {
     if (check.ok()) {

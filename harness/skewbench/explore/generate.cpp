@@ -1,9 +1,13 @@
 #include "explore/generate.hpp"
 
+#include <memory>
+
 #include <rapidcheck/gen/Build.h>
 #include <rapidcheck/gen/Container.h>
 #include <rapidcheck/gen/Create.h>
 #include <rapidcheck/gen/Transform.h>
+#include <rapidcheck/seq/Create.h>
+#include <rapidcheck/seq/Operations.h>
 #include <rapidcheck/seq/Transform.h>
 #include <rapidcheck/shrink/Shrink.h>
 #include <rapidcheck/shrinkable/Create.h>
@@ -71,6 +75,76 @@ rc::Gen<std::vector<DrawnValue>> policy_values(const Bounds& bounds) {
   };
 }
 
+// What a step's fields may shrink to, one field at a time, each toward its
+// target: only the fields its kind uses, so that no shrink is the same
+// scenario again.
+rc::Seq<StepDraft> field_shrinks(const StepDraft& step, const std::string& kind, const Bounds& bounds) {
+  using rc::shrink::towards;
+  const auto with = [step](auto field) {
+    return [step, field](auto value) {
+      auto shrunk = step;
+      shrunk.*field = value;
+      return shrunk;
+    };
+  };
+  auto out = rc::seq::concat(
+      rc::seq::map(towards<std::size_t>(step.kind, 0), with(&StepDraft::kind)),
+      rc::seq::map(towards<std::int64_t>(step.gap_s, bounds.step_gap_s.shrink_target()), with(&StepDraft::gap_s)));
+  if (kind != "restart_remote" && kind != "restart_store") {
+    out = rc::seq::concat(std::move(out), rc::seq::map(towards<std::size_t>(step.node, 0), with(&StepDraft::node)));
+  }
+  if (kind == "post_effect" && step.drop_ack) {
+    out = rc::seq::concat(std::move(out), rc::seq::just(with(&StepDraft::drop_ack)(false)));
+  }
+  if (kind == "set_clock_offset") {
+    out = rc::seq::concat(std::move(out),
+                          rc::seq::map(towards<std::int64_t>(step.offset_s, bounds.clock_offset_s.shrink_target()),
+                                       with(&StepDraft::offset_s)));
+  }
+  return out;
+}
+
+// What a list of steps may shrink to: each step taken out with the next one
+// starting when it did (its gap takes the one taken out, where the sum stays
+// within the bounds), so that every later step keeps its time; each step
+// taken out with the later ones moving up by its gap; then each step's
+// fields. RapidCheck's container shrinks take steps out only the second way,
+// and a schedule whose times matter then stops short of its smallest.
+rc::Seq<std::vector<StepDraft>> step_shrinks(const std::vector<StepDraft>& steps,
+                                             const std::shared_ptr<const Bounds>& kept) {
+  const auto& bounds = *kept;
+  std::vector<std::vector<StepDraft>> removed;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    auto keeping_times = steps;
+    if (i + 1 < steps.size() && steps[i].gap_s > 0) {
+      if (steps[i].gap_s + steps[i + 1].gap_s <= bounds.step_gap_s.max_s) {
+        keeping_times[i + 1].gap_s += steps[i].gap_s;
+        keeping_times.erase(keeping_times.begin() + static_cast<std::ptrdiff_t>(i));
+        removed.push_back(std::move(keeping_times));
+      }
+    }
+    auto moving_up = steps;
+    moving_up.erase(moving_up.begin() + static_cast<std::ptrdiff_t>(i));
+    removed.push_back(std::move(moving_up));
+  }
+  return rc::seq::concat(rc::seq::fromContainer(std::move(removed)),
+                         rc::shrink::eachElement(steps, [kept](const StepDraft& step) {
+                           return field_shrinks(step, kept->step_kinds[step.kind % kept->step_kinds.size()], *kept);
+                         }));
+}
+
+// Up to the bounds' number of steps, drawn as RapidCheck's container draws
+// them, shrunk by step_shrinks.
+rc::Gen<std::vector<StepDraft>> steps_within(const Bounds& bounds, rc::Gen<StepDraft> step) {
+  auto drawn = up_to(bounds.max_steps, std::move(step));
+  // The shrink tree is walked after the generator returns: it keeps its own copy.
+  auto kept = std::make_shared<const Bounds>(bounds);
+  return [drawn, kept](const rc::Random& random, int size) {
+    return rc::shrinkable::shrinkRecur(
+        drawn(random, size).value(), [kept](const std::vector<StepDraft>& steps) { return step_shrinks(steps, kept); });
+  };
+}
+
 }  // namespace
 
 rc::Gen<Draft> draft_generator(const Bounds& bounds) {
@@ -88,7 +162,7 @@ rc::Gen<Draft> draft_generator(const Bounds& bounds) {
       rc::gen::set(&Draft::post_node, index_below(max_nodes)),
       rc::gen::set(&Draft::post_at_s, within(bounds.step_gap_s)), rc::gen::set(&Draft::post_drop_ack, either()),
       rc::gen::set(&Draft::steps, bounds.step_kinds.empty() ? rc::gen::just(std::vector<StepDraft>{})
-                                                            : up_to(bounds.max_steps, std::move(step))));
+                                                            : steps_within(bounds, std::move(step))));
 }
 
 json policy_document(const Bounds& bounds, const Draft& draft) {

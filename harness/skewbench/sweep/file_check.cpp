@@ -77,7 +77,7 @@ bool looks_like_grid(const json& document) {
   return document.is_object() && document.contains("base_scenario") && document.contains("axes");
 }
 
-std::vector<FileCheck> check_files(const std::vector<std::string>& paths) {
+std::vector<FileCheck> check_files(const std::vector<std::string>& paths, const OtherFileCheck& other) {
   std::vector<FileCheck> out;
   UniqueNames names;
   for (const auto& p : paths) {
@@ -89,7 +89,12 @@ std::vector<FileCheck> check_files(const std::vector<std::string>& paths) {
       continue;
     }
     for (const auto& file : files) {
-      out.push_back(looks_like_grid(peek(file)) ? check_grid(file) : check_scenario(file, names));
+      const auto document = peek(file);
+      if (auto check = other ? other(file, document) : std::nullopt) {
+        out.push_back(std::move(*check));
+        continue;
+      }
+      out.push_back(looks_like_grid(document) ? check_grid(file) : check_scenario(file, names));
     }
   }
   return out;
