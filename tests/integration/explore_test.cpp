@@ -53,6 +53,23 @@ TEST_CASE("explore finds node-local expiry's duplicate, shrinks it, confirms it 
   const auto scenario_file = out / finding.at("scenario_file").get<std::string>();
   CHECK(fs::is_regular_file(out / finding.at("evidence_file").get<std::string>()));
   CHECK(fs::is_regular_file(scenario_file.parent_path() / "real-stack-evidence.json"));
+  // The folder is evidence as a run's is: its manifest, and verify holds each file to it.
+  const auto verified = run_skewbench({"verify", out.string()});
+  INFO(verified.output);
+  CHECK(verified.exit_code == 0);
+  CHECK_THAT(verified.output, ContainsSubstring("explore"));
+  // Unless the folder is published as written: a minimal scenario edited after it is named.
+  {
+    auto edited = read_json(scenario_file);
+    edited["ttl_s"] = 2;
+    const auto saved = read_file(scenario_file);
+    write_file_atomically(scenario_file, edited.dump(2) + "\n");
+    const auto refused = run_skewbench({"verify", out.string()});
+    CHECK(refused.exit_code == 1);
+    CHECK_THAT(refused.output, ContainsSubstring("SHA-256 differs from the manifest's"));
+    CHECK_THAT(refused.output, ContainsSubstring("evidence.json: $.input is not the scenario.json beside it"));
+    write_file_atomically(scenario_file, saved);
+  }
   CHECK(read_json(scenario_file.parent_path() / "real-stack-evidence.json").at("final").at("effect_count") == 2);
   // explore.json, the minimal scenario and both evidence files, and the
   // shipped bounds files, against the published schemas (python3-jsonschema).
@@ -123,16 +140,34 @@ TEST_CASE("explore refuses bad bounds, a used --out and another engine with exit
   CHECK(r.exit_code == 2);
   CHECK_FALSE(fs::exists(dir.path() / "out"));
 
+  // --out follows the evidence folders' rules (docs/evidence.md): a folder
+  // skewbench did not write is refused, --overwrite or not, and keeps what it holds.
   fs::create_directories(dir.path() / "used");
   write_file_atomically(dir.path() / "used" / "notes.txt", "mine");
-  r = explore_cli(kDeclaredAuthority, dir.path() / "used", {"--max-scenarios", "10"});
+  for (const auto& overwrite : std::vector<std::vector<std::string>>{{}, {"--overwrite"}}) {
+    auto more = overwrite;
+    more.insert(more.end(), {"--max-scenarios", "10"});
+    r = explore_cli(kDeclaredAuthority, dir.path() / "used", more);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, ContainsSubstring("is not empty and holds no manifest.json"));
+    CHECK_FALSE(fs::exists(dir.path() / "used" / "explore.json"));
+    CHECK(read_file(dir.path() / "used" / "notes.txt") == "mine");
+  }
+  // An earlier explore's folder is replaced only with --overwrite; a run's never.
+  REQUIRE(explore_cli(kDeclaredAuthority, dir.path() / "mine", {"--max-scenarios", "10"}).exit_code == 0);
+  r = explore_cli(kDeclaredAuthority, dir.path() / "mine", {"--max-scenarios", "10"});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, ContainsSubstring("is not empty; pass --overwrite"));
-  CHECK_FALSE(fs::exists(dir.path() / "used" / "explore.json"));
-  r = explore_cli(kDeclaredAuthority, dir.path() / "used", {"--max-scenarios", "10", "--overwrite"});
+  CHECK_THAT(r.output,
+             ContainsSubstring("already holds an explore's evidence; choose another --out or pass --overwrite"));
+  r = explore_cli(kDeclaredAuthority, dir.path() / "mine", {"--max-scenarios", "20", "--overwrite"});
   CHECK(r.exit_code == 0);
-  CHECK(fs::exists(dir.path() / "used" / "explore.json"));
-  CHECK(read_file(dir.path() / "used" / "notes.txt") == "mine");
+  CHECK(read_json(dir.path() / "mine" / "explore.json").at("scenarios_tried") == 20);
+  REQUIRE(run_skewbench({"run", source_path("scenarios/018-declared-authority.json"), "--engine", "in-process", "--out",
+                         (dir.path() / "run").string(), "-q"})
+              .exit_code == 0);
+  r = explore_cli(kDeclaredAuthority, dir.path() / "run", {"--max-scenarios", "10", "--overwrite"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, ContainsSubstring("holds a run's evidence; an explore cannot be written there"));
 }
 
 TEST_CASE("validate checks explore bounds files as explore does, beside scenarios and grids") {

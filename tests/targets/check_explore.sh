@@ -53,6 +53,7 @@ assert evidence["final"]["effect_count"] == 2 and evidence["verdict"] == "CONFLI
 open(f"{out}/across.txt", "w").write(finding["scenario_file"])
 print(f"ok: {finding['scenario_file']}: {finding['minimal_steps']} steps, {finding['why']}")
 PY
+"$skewbench" verify "$scratch/first" >/dev/null || { echo "FAIL: $scratch/first does not verify"; exit 1; }
 python3 tests/support/check_schemas.py schemas "$scratch/first" scenarios/explore/target.json >"$scratch/schemas.txt" 2>&1 ||
   { cat "$scratch/schemas.txt"; echo "FAIL: the explore folder does not conform to the schemas"; exit 1; }
 

@@ -11,7 +11,7 @@ namespace skewbench::artifacts {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string to_string(FolderKind kind) { return kind == FolderKind::kRun ? "run" : "sweep"; }
+std::string to_string(FolderKind kind) { return std::string(kFolderKinds.name(kind)); }
 
 json Manifest::to_json() const {
   json entries = json::array();
@@ -63,13 +63,9 @@ Manifest parse_manifest(const json& doc, const std::string& where, const fs::pat
     throw ManifestError(where + " has schema_version " + doc.value("schema_version", json("?")).dump() + ", expected " +
                         kManifestSchemaVersion);
   }
-  const auto contents = doc.value("contents", "");
-  if (contents != "run" && contents != "sweep") {
-    throw ManifestError(where + ": $.contents must be \"run\" or \"sweep\"");
-  }
-  Manifest manifest{.kind = contents == "run" ? FolderKind::kRun : FolderKind::kSweep,
-                    .run_id = doc.value("run_id", ""),
-                    .files = {}};
+  const auto contents = kFolderKinds.parse(doc.value("contents", ""));
+  if (!contents) throw ManifestError(where + ": $.contents must be one of " + kFolderKinds.listed());
+  Manifest manifest{.kind = *contents, .run_id = doc.value("run_id", ""), .files = {}};
   const auto& files = doc.value("files", json());
   if (!files.is_array()) throw ManifestError(where + ": $.files must be an array");
   for (std::size_t i = 0; i < files.size(); ++i) {

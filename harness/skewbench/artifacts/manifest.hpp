@@ -14,13 +14,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/vocabulary.hpp"
+
 namespace skewbench::artifacts {
 
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kManifestSchemaVersion = "skewbench-manifest/1";
 
-// What an evidence folder holds: a run's scenarios, or a sweep's cells.
-enum class FolderKind { kRun, kSweep };
+// What an evidence folder holds: a run's scenarios, a sweep's cells, or an
+// explore's findings.
+enum class FolderKind { kRun, kSweep, kExplore };
+inline constexpr auto kFolderKinds = vocabulary<FolderKind>(
+    {{FolderKind::kRun, "run"}, {FolderKind::kSweep, "sweep"}, {FolderKind::kExplore, "explore"}});
 std::string to_string(FolderKind kind);
 
 struct ManifestEntry {

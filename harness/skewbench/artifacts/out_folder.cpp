@@ -137,6 +137,9 @@ void probe_writable(const fs::path& dir) {
   }
 }
 
+// "a run", "a sweep", "an explore".
+std::string with_article(const std::string& kind) { return (kind.find_first_of("aeiou") == 0 ? "an " : "a ") + kind; }
+
 std::string holder_line(const std::string& command) {
   return "pid " + std::to_string(::getpid()) + " (skewbench " + command + ", since " + evidence::utc_now_iso8601() +
          ")";
@@ -210,8 +213,8 @@ OutFolder::OutFolder(const OutFolderRequest& request) : path_(request.path) {
     }
     const auto what = to_string(request.kind);
     if (previous_ && previous_->kind != request.kind) {
-      throw OutFolderError("--out " + path_.string() + " holds a " + to_string(previous_->kind) + "'s evidence; a " +
-                           what + " cannot be written there: choose another --out");
+      throw OutFolderError("--out " + path_.string() + " holds " + with_article(to_string(previous_->kind)) +
+                           "'s evidence; " + with_article(what) + " cannot be written there: choose another --out");
     }
     if (!previous_ && request.resume) {
       throw OutFolderError("nothing to resume in " + path_.string() + ": it holds no " + kManifestFile);
@@ -222,7 +225,7 @@ OutFolder::OutFolder(const OutFolderRequest& request) : path_(request.path) {
                            "choose an empty or new folder");
     }
     if (previous_ && !request.overwrite && !request.resume) {
-      throw OutFolderError("--out " + path_.string() + " already holds a " + what +
+      throw OutFolderError("--out " + path_.string() + " already holds " + with_article(what) +
                            "'s evidence; choose another --out or pass --overwrite");
     }
     probe_writable(path_);

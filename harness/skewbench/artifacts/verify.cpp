@@ -14,6 +14,7 @@
 #include "evidence/count_history.hpp"
 #include "evidence/evidence.hpp"
 #include "published/published.hpp"
+#include "scenario/scenario.hpp"
 
 namespace skewbench::artifacts {
 namespace fs = std::filesystem;
@@ -53,6 +54,10 @@ class Checker {
   void hold_counts(const std::string& file, const json& evidence);
   void check_row(std::size_t i, const json& row, std::map<std::string, json>& row_by_id);
   void check_sweep();
+  void check_explore();
+  // A finding's evidence file: its schema, counts and core digest, and that
+  // it is the evidence of the scenario `scenario` (null: unread).
+  void check_finding_evidence(const std::string& file, const json& scenario);
   FolderKind kind() const { return manifest_.kind; }
   Verification take() { return std::move(result_); }
 
@@ -226,6 +231,80 @@ void Checker::check_sweep() {
   }
 }
 
+void Checker::check_finding_evidence(const std::string& file, const json& scenario) {
+  const auto evidence = document(file, "scenario-evidence");
+  if (!evidence) return;
+  json implied;
+  try {
+    implied = evidence::row_of_evidence(*evidence);
+  } catch (const std::exception& e) {
+    problem(file, std::string("cannot be read back as a scenario's evidence: ") + e.what());
+    return;
+  }
+  hold_counts(file, *evidence);
+  if ((*evidence)["core_digest"] != implied["core_digest"]) {
+    problem(file, "core_digest " + (*evidence)["core_digest"].dump() + " differs from the recomputed " +
+                      implied["core_digest"].get<std::string>());
+  }
+  if (!scenario.is_null() && (*evidence)["input"] != scenario) {
+    problem(file, "$.input is not the scenario.json beside it");
+  }
+}
+
+// explore.json and each finding it names: its minimal scenario (a scenario
+// file), its evidence and, when it was run on the real stack, that evidence;
+// nothing under findings/ that no finding names.
+void Checker::check_explore() {
+  const auto summary = document("explore.json", "explore");
+  if (!summary) return;
+  std::set<std::string> named;
+  const auto& findings = (*summary)["findings"];
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const auto& finding = findings[i];
+    const auto at = "$.findings[" + std::to_string(i) + "]";
+    const auto scenario_file = finding["scenario_file"].get<std::string>();
+    const auto evidence_file = finding["evidence_file"].get<std::string>();
+    std::vector<std::string> files = {scenario_file, evidence_file};
+    const auto real_file = (fs::path(scenario_file).parent_path() / "real-stack-evidence.json").generic_string();
+    if (!finding["confirmed_on_real_stack"].is_null()) files.push_back(real_file);
+    bool listed = true;
+    for (const auto& file : files) {
+      named.insert(file);
+      if (!manifest_.lists(file)) {
+        problem("explore.json", at + " names " + file + ", which the manifest does not list");
+        listed = false;
+      }
+    }
+    if (!listed) continue;
+    json scenario;
+    try {
+      scenario = parse_bounded_json(read_file(dir_ / scenario_file));
+      const auto parsed = scenario::parse_scenario(scenario, scenario_file);
+      if (parsed.steps.size() != finding["minimal_steps"].get<std::size_t>()) {
+        problem(scenario_file, "has " + std::to_string(parsed.steps.size()) + " steps, explore.json " + at +
+                                   ".minimal_steps says " + finding["minimal_steps"].dump());
+      }
+    } catch (const scenario::ScenarioFileError& e) {
+      problem(scenario_file, std::string("not a scenario: ") + e.what());
+      scenario = nullptr;
+    } catch (const InputError& e) {
+      problem(scenario_file, "not a scenario: " + e.json_path() + ": " + e.message());
+      scenario = nullptr;
+    } catch (const std::exception& e) {
+      problem(scenario_file, e.what());
+      scenario = nullptr;
+    }
+    check_finding_evidence(evidence_file, scenario);
+    if (files.size() == 3) check_finding_evidence(real_file, scenario);
+  }
+  for (const auto& f : manifest_.files) {
+    if (f.path.rfind("findings/", 0) == 0 && !named.contains(f.path)) {
+      problem(f.path, "no finding of explore.json names it");
+    }
+  }
+  result_.digest = (*summary)["scenarios_core_digest"].get<std::string>();
+}
+
 }  // namespace
 
 Verification verify_folder(const fs::path& dir) {
@@ -237,10 +316,16 @@ Verification verify_folder(const fs::path& dir) {
     return checker.take();
   }
   if (checker.check_manifest()) {
-    if (checker.kind() == FolderKind::kRun) {
-      checker.check_run();
-    } else {
-      checker.check_sweep();
+    switch (checker.kind()) {
+      case FolderKind::kRun:
+        checker.check_run();
+        break;
+      case FolderKind::kSweep:
+        checker.check_sweep();
+        break;
+      case FolderKind::kExplore:
+        checker.check_explore();
+        break;
     }
   }
   return checker.take();

@@ -13,10 +13,12 @@
 namespace skewbench::artifacts {
 
 struct Verification {
-  std::optional<std::string> contents;  // "run" or "sweep", when the manifest says
+  std::optional<std::string> contents;  // "run", "sweep" or "explore", when the manifest says
   std::size_t files = 0;                // files the manifest lists
   std::vector<std::string> problems;    // each names the file (and JSON path or line)
-  std::string digest;                   // the run's core digest or the sweep's cells core digest
+  // The run's core digest, the sweep's cells core digest, or the scenarios
+  // core digest explore.json states (the scenarios tried are not kept).
+  std::string digest;
   bool valid() const { return problems.empty(); }
 };
 

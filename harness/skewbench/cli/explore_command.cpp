@@ -14,7 +14,9 @@
 
 #include <skewbench/target_bounds.hpp>
 
+#include "app/preflight.hpp"
 #include "app/targets.hpp"
+#include "artifacts/out_folder.hpp"
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
 #include "common/files.hpp"
@@ -28,24 +30,6 @@ namespace skewbench::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Why explore must not write into `out`, or an empty string. An earlier
-// explore's explore.json and findings/ are replaced only with --overwrite.
-std::string out_problem(const fs::path& out, bool overwrite) {
-  std::error_code ec;
-  const auto status = fs::symlink_status(out, ec);
-  if (!fs::exists(status)) return "";
-  if (fs::is_symlink(status)) return out.string() + " is a symbolic link; name the folder itself";
-  if (!fs::is_directory(status)) return out.string() + " exists and is not a folder";
-  if (fs::directory_iterator(out, ec) == fs::directory_iterator()) return "";
-  if (!overwrite) return out.string() + " is not empty; pass --overwrite to replace an earlier explore's files";
-  // The file rule for what is written: explore.json a regular file, and no
-  // link on the way to a finding's files.
-  for (const auto* relative : {"explore.json", "findings/scenario.json"}) {
-    if (auto problem = output_path_problem(out, relative)) return *problem;
-  }
-  return "";
-}
 
 std::uint64_t fresh_seed() {
   std::random_device device;
@@ -177,10 +161,18 @@ int explore_scenarios(const ExploreArgs& args) {
   const auto bounds = bounds_of(args, *services);
   if (!bounds) return exit_code::kUsage;
   const fs::path out(args.out_dir);
-  if (const auto problem = out_problem(out, args.overwrite); !problem.empty()) {
-    std::cerr << "skewbench: --out: " << problem << "\n";
-    return exit_code::kUsage;
-  }
+  std::vector<fs::path> inputs;
+  if (!args.bounds_path.empty()) inputs.emplace_back(args.bounds_path);
+  // Checked and locked before anything runs, and written as every evidence
+  // folder is: whole, with its manifest (docs/evidence.md).
+  const auto folder = app::open_out_folder({.path = out,
+                                            .kind = artifacts::FolderKind::kExplore,
+                                            .overwrite = args.overwrite,
+                                            .resume = false,
+                                            .inputs = inputs,
+                                            .command = "explore"},
+                                           stderr_observer());
+  if (!folder) return exit_code::kUsage;
   explore::ExploreSettings settings{.seed = args.seed.value_or(fresh_seed()),
                                     .budget_s = args.budget_s,
                                     .max_scenarios = args.max_scenarios,
@@ -207,12 +199,12 @@ int explore_scenarios(const ExploreArgs& args) {
     code = confirm(*bounds, outcome, args);
   }
   try {
-    fs::create_directories(out);
-    std::error_code ec;
-    fs::remove_all(out / "findings", ec);
-    explore::write_explore(out, *bounds, settings, outcome);
+    const auto id = runner::new_run_id();
+    const auto incoming = folder->make_incoming(id);
+    explore::write_explore(incoming, *bounds, settings, outcome);
+    folder->publish(incoming, artifacts::FolderKind::kExplore, id);
   } catch (const std::exception& e) {
-    std::cerr << "skewbench: cannot write the findings: " << e.what() << "\n";
+    std::cerr << "skewbench: cannot write the findings to " << out.string() << ": " << e.what() << "\n";
     return exit_code::kInfrastructure;
   }
   if (args.format == OutputFormat::Json) {

@@ -367,8 +367,8 @@ CLI::App* add_explore(CLI::App& app, cli::ExploreArgs& explore) {
 
 CLI::App* add_verify(CLI::App& app, cli::VerifyArgs& verify) {
   auto* command = app.add_subcommand(
-      "verify", "check a run or sweep folder: manifest, digests, JSON Schemas (see docs/evidence.md)");
-  command->add_option("dir", verify.dir, "the run or sweep directory")->required();
+      "verify", "check a run, sweep or explore folder: manifest, digests, JSON Schemas (see docs/evidence.md)");
+  command->add_option("dir", verify.dir, "the run, sweep or explore directory")->required();
   add_ci_options(command, verify.junit, verify.github);
   command->footer(footer("skewbench verify evidence/run-1",
                          "  0    valid: every file matches the manifest, its schema and its digests\n"
