@@ -50,14 +50,14 @@ assert scenario["remote"] == {"instances": "per_node", "clock": "node"}, scenari
 offsets = {n["clock_offset_s"] for n in scenario["nodes"]}
 assert len(offsets) == 2, f"FAIL: the two nodes' clocks agree: {scenario['nodes']}"
 assert evidence["final"]["effect_count"] == 2 and evidence["verdict"] == "CONFLICT", evidence["final"]
-open(f"{out}/across.txt", "w").write(finding["scenario_file"])
+open(f"{out}.across", "w").write(finding["scenario_file"])
 print(f"ok: {finding['scenario_file']}: {finding['minimal_steps']} steps, {finding['why']}")
 PY
-"$skewbench" verify "$scratch/first" >/dev/null || { echo "FAIL: $scratch/first does not verify"; exit 1; }
+"$skewbench" verify "$scratch/first" >"$scratch/verify.txt" || { cat "$scratch/verify.txt"; echo "FAIL: $scratch/first does not verify"; exit 1; }
 python3 tests/support/check_schemas.py schemas "$scratch/first" scenarios/explore/target.json >"$scratch/schemas.txt" 2>&1 ||
   { cat "$scratch/schemas.txt"; echo "FAIL: the explore folder does not conform to the schemas"; exit 1; }
 
-minimal="$scratch/first/$(cat "$scratch/first/across.txt")"
+minimal="$scratch/first/$(cat "$scratch/first.across")"
 run_expecting 1 "$scratch/run.txt" "run of the minimal scenario" "CONFLICT" "final.effect_count: expected 1, observed 2" -- \
   run "$minimal" --target powertools-redis --out "$scratch/run"
 
