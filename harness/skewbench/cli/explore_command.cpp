@@ -148,6 +148,59 @@ std::optional<runner::StackOptions> services_of(const ExploreArgs& args) {
   return services;
 }
 
+// The --out folder, checked and locked before anything runs, and written as
+// every evidence folder is: whole, with its manifest (docs/evidence.md).
+// Null (said) when it cannot be used.
+std::unique_ptr<artifacts::OutFolder> open_folder(const ExploreArgs& args) {
+  std::vector<fs::path> inputs;
+  if (!args.bounds_path.empty()) inputs.emplace_back(args.bounds_path);
+  return app::open_out_folder({.path = args.out_dir,
+                               .kind = artifacts::FolderKind::kExplore,
+                               .overwrite = args.overwrite,
+                               .resume = false,
+                               .inputs = inputs,
+                               .command = "explore"},
+                              stderr_observer());
+}
+
+// Explores on the engine `services` names, which is stopped before it
+// returns; nullopt (said, with the exit code in `code`) when its services
+// cannot start.
+std::optional<explore::ExploreOutcome> explore_on(const runner::StackOptions& services, const explore::Bounds& bounds,
+                                                  const explore::ExploreSettings& settings, int& code) {
+  std::unique_ptr<explore::Engine> engine;
+  try {
+    engine = services.engine == infra::Engine::in_process ? explore::in_process_engine(bounds)
+                                                          : explore::real_engine(bounds, services, &interrupted_flag());
+  } catch (const std::exception& e) {
+    if (interrupted_flag().load()) {
+      code = exit_code::kInterrupted;
+    } else {
+      std::cerr << "skewbench: explore: cannot start the services: " << e.what() << "\n";
+      code = exit_code::kInfrastructure;
+    }
+    return std::nullopt;
+  }
+  return explore::run_explore(bounds, settings, *engine,
+                              [](const std::string& line) { std::cerr << "skewbench: explore: " << line << "\n"; });
+}
+
+// explore.json and the findings, published into the folder; false (said)
+// when they cannot be written.
+bool publish(artifacts::OutFolder& folder, const explore::Bounds& bounds, const explore::ExploreSettings& settings,
+             const explore::ExploreOutcome& outcome) {
+  try {
+    const auto id = runner::new_run_id();
+    const auto incoming = folder.make_incoming(id);
+    explore::write_explore(incoming, bounds, settings, outcome);
+    folder.publish(incoming, artifacts::FolderKind::kExplore, id);
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "skewbench: cannot write the findings to " << folder.path().string() << ": " << e.what() << "\n";
+    return false;
+  }
+}
+
 }  // namespace
 
 int explore_scenarios(const ExploreArgs& args) {
@@ -160,18 +213,7 @@ int explore_scenarios(const ExploreArgs& args) {
   if (!services) return exit_code::kUsage;
   const auto bounds = bounds_of(args, *services);
   if (!bounds) return exit_code::kUsage;
-  const fs::path out(args.out_dir);
-  std::vector<fs::path> inputs;
-  if (!args.bounds_path.empty()) inputs.emplace_back(args.bounds_path);
-  // Checked and locked before anything runs, and written as every evidence
-  // folder is: whole, with its manifest (docs/evidence.md).
-  const auto folder = app::open_out_folder({.path = out,
-                                            .kind = artifacts::FolderKind::kExplore,
-                                            .overwrite = args.overwrite,
-                                            .resume = false,
-                                            .inputs = inputs,
-                                            .command = "explore"},
-                                           stderr_observer());
+  const auto folder = open_folder(args);
   if (!folder) return exit_code::kUsage;
   explore::ExploreSettings settings{.seed = args.seed.value_or(fresh_seed()),
                                     .budget_s = args.budget_s,
@@ -179,40 +221,22 @@ int explore_scenarios(const ExploreArgs& args) {
                                     .interrupted = &interrupted_flag()};
   std::cerr << "skewbench: explore " << bounds->id << " with seed " << settings.seed << " (--seed " << settings.seed
             << " runs the same scenarios again)\n";
-  std::unique_ptr<explore::Engine> engine;
-  try {
-    engine = services->engine == infra::Engine::in_process
-                 ? explore::in_process_engine(*bounds)
-                 : explore::real_engine(*bounds, *services, &interrupted_flag());
-  } catch (const std::exception& e) {
-    if (interrupted_flag().load()) return exit_code::kInterrupted;
-    std::cerr << "skewbench: explore: cannot start the services: " << e.what() << "\n";
-    return exit_code::kInfrastructure;
+  int code = exit_code::kPass;
+  auto outcome = explore_on(*services, *bounds, settings, code);
+  if (!outcome) return code;
+  if (args.target) outcome->target = services->target.value("name", *args.target);
+  code = outcome->findings.empty() ? exit_code::kPass : exit_code::kExpectationFailed;
+  if (outcome->engine == infra::Engine::in_process && args.confirm && !outcome->findings.empty() &&
+      outcome->stopped_by != "interrupted") {
+    code = confirm(*bounds, *outcome, args);
   }
-  auto outcome = explore::run_explore(
-      *bounds, settings, *engine, [](const std::string& line) { std::cerr << "skewbench: explore: " << line << "\n"; });
-  engine.reset();  // its services stop before the in-process findings are confirmed on others
-  if (args.target) outcome.target = services->target.value("name", *args.target);
-  int code = outcome.findings.empty() ? exit_code::kPass : exit_code::kExpectationFailed;
-  if (outcome.engine == infra::Engine::in_process && args.confirm && !outcome.findings.empty() &&
-      outcome.stopped_by != "interrupted") {
-    code = confirm(*bounds, outcome, args);
-  }
-  try {
-    const auto id = runner::new_run_id();
-    const auto incoming = folder->make_incoming(id);
-    explore::write_explore(incoming, *bounds, settings, outcome);
-    folder->publish(incoming, artifacts::FolderKind::kExplore, id);
-  } catch (const std::exception& e) {
-    std::cerr << "skewbench: cannot write the findings to " << out.string() << ": " << e.what() << "\n";
-    return exit_code::kInfrastructure;
-  }
+  if (!publish(*folder, *bounds, settings, *outcome)) return exit_code::kInfrastructure;
   if (args.format == OutputFormat::Json) {
-    std::cout << explore::explore_summary(*bounds, settings, outcome).dump(2) << "\n";
+    std::cout << explore::explore_summary(*bounds, settings, *outcome).dump(2) << "\n";
   } else {
-    print_text(*bounds, settings, outcome, out);
+    print_text(*bounds, settings, *outcome, folder->path());
   }
-  if (outcome.stopped_by == "interrupted") return exit_code::kInterrupted;
+  if (outcome->stopped_by == "interrupted") return exit_code::kInterrupted;
   return code;
 }
 
