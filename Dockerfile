@@ -23,8 +23,10 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake/ cmake/
 COPY harness/ harness/
-# The evidence schemas are compiled into skewbench (for `skewbench verify`).
+# The evidence schemas are compiled into skewbench (for `skewbench verify`),
+# and so are the bounds of `skewbench explore --target` without a bounds file.
 COPY schemas/ schemas/
+COPY scenarios/explore/target.json scenarios/explore/target.json
 ARG SKEWBENCH_GIT_COMMIT=unknown
 ENV SKEWBENCH_GIT_COMMIT=${SKEWBENCH_GIT_COMMIT}
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
