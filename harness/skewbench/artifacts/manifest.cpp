@@ -13,6 +13,8 @@ using nlohmann::json;
 
 std::string to_string(FolderKind kind) { return std::string(kFolderKinds.name(kind)); }
 
+std::string with_article(const std::string& kind) { return (kind.find_first_of("aeiou") == 0 ? "an " : "a ") + kind; }
+
 json Manifest::to_json() const {
   json entries = json::array();
   for (const auto& f : files) entries.push_back({{"path", f.path}, {"sha256", f.sha256}, {"bytes", f.bytes}});

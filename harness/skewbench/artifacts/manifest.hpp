@@ -27,6 +27,8 @@ enum class FolderKind { kRun, kSweep, kExplore };
 inline constexpr auto kFolderKinds = vocabulary<FolderKind>(
     {{FolderKind::kRun, "run"}, {FolderKind::kSweep, "sweep"}, {FolderKind::kExplore, "explore"}});
 std::string to_string(FolderKind kind);
+// "a run", "a sweep", "an explore": a kind of folder as a sentence names it.
+std::string with_article(const std::string& kind);
 
 struct ManifestEntry {
   std::string path;  // relative to the folder, '/'-separated

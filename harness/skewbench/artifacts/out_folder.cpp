@@ -137,9 +137,6 @@ void probe_writable(const fs::path& dir) {
   }
 }
 
-// "a run", "a sweep", "an explore".
-std::string with_article(const std::string& kind) { return (kind.find_first_of("aeiou") == 0 ? "an " : "a ") + kind; }
-
 std::string holder_line(const std::string& command) {
   return "pid " + std::to_string(::getpid()) + " (skewbench " + command + ", since " + evidence::utc_now_iso8601() +
          ")";

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "artifacts/manifest.hpp"
 #include "artifacts/verify.hpp"
 #include "cli/commands.hpp"
 #include "cli/github.hpp"
@@ -48,8 +49,7 @@ int verify_evidence(const VerifyArgs& args) {
     }
   }
   const bool junit_written = write_junit_file(args.junit, verify_suites(args.dir, result));
-  const auto what =
-      result.contents ? (result.contents->starts_with("e") ? "an " : "a ") + *result.contents : std::string("evidence");
+  const auto what = result.contents ? artifacts::with_article(*result.contents) : std::string("evidence");
   if (!result.valid()) {
     std::cout << "not valid: " << args.dir << " (" << what << "): " << result.problems.size() << " problem"
               << (result.problems.size() == 1 ? "" : "s") << "\n";

@@ -72,6 +72,10 @@ inline constexpr std::string_view kExplorableKinds[] = {
     "observe",     "recover",        "set_clock_offset", "gc", "bind_temporal_epoch",
     "post_effect", "restart_remote", "restart_store"};
 
+// A restart acts on every instance of the service, or on its store: no node
+// performs it.
+inline bool performed_by_a_node(std::string_view kind) { return kind != "restart_remote" && kind != "restart_store"; }
+
 // A number of a policy drawn from a range: in the bounds file, the field is
 // {"min": A, "max": B} where the scenario's policy has a number
 // ("max_clock_error_s": {"min": 0, "max": 30}).

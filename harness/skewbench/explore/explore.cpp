@@ -206,15 +206,23 @@ class Explorer {
   Clock::time_point last_progress_ = Clock::now();
 };
 
+// A scenario of policy `p` with every node and one step of each kind: what
+// the bounds are checked with before anything runs.
+json sample_document(const Bounds& bounds, std::size_t p) {
+  Draft draft;
+  draft.policy = p;
+  draft.ttl_s = bounds.ttl_s.min_s;
+  draft.other_node_offsets_s.assign(bounds.max_nodes - 1, 0);
+  for (std::size_t k = 0; k < bounds.step_kinds.size(); ++k) draft.steps.push_back({.kind = k});
+  return scenario_document(bounds, draft, "explore-check", "a check of the bounds");
+}
+
 }  // namespace
 
 void check_bounds(const Bounds& bounds) {
   for (std::size_t p = 0; p < bounds.policies.size(); ++p) {
-    Draft draft;
-    draft.policy = p;
-    draft.ttl_s = bounds.ttl_s.min_s;
     try {
-      scenario::parse_scenario(scenario_document(bounds, draft, "explore-check", "a check of the bounds"), "bounds");
+      scenario::parse_scenario(sample_document(bounds, p), "bounds");
     } catch (const InputError& e) {
       throw InputError(index_path("$.policies", p),
                        "this policy makes no valid scenario (" + e.json_path() + ": " + e.message() + ")");
@@ -228,13 +236,7 @@ void check_bounds(const Bounds& bounds) {
 std::optional<std::string> engine_problem(const Bounds& bounds, const runner::StackOptions& services) {
   std::vector<scenario::Scenario> samples;
   for (std::size_t p = 0; p < bounds.policies.size(); ++p) {
-    Draft draft;
-    draft.policy = p;
-    draft.ttl_s = bounds.ttl_s.min_s;
-    draft.other_node_offsets_s.assign(bounds.max_nodes - 1, 0);
-    for (std::size_t k = 0; k < bounds.step_kinds.size(); ++k) draft.steps.push_back({.kind = k});
-    samples.push_back(scenario::parse_scenario(
-        scenario_document(bounds, draft, "explore-check", "a check of the bounds"), bounds.source));
+    samples.push_back(scenario::parse_scenario(sample_document(bounds, p), bounds.source));
   }
   for (const auto& problem :
        {runner::in_process_scenario_problem(services, samples), runner::control_step_problem(services, samples),

@@ -90,7 +90,7 @@ rc::Seq<StepDraft> field_shrinks(const StepDraft& step, const std::string& kind,
   auto out = rc::seq::concat(
       rc::seq::map(towards<std::size_t>(step.kind, 0), with(&StepDraft::kind)),
       rc::seq::map(towards<std::int64_t>(step.gap_s, bounds.step_gap_s.shrink_target()), with(&StepDraft::gap_s)));
-  if (kind != "restart_remote" && kind != "restart_store") {
+  if (performed_by_a_node(kind)) {
     out = rc::seq::concat(std::move(out), rc::seq::map(towards<std::size_t>(step.node, 0), with(&StepDraft::node)));
   }
   if (kind == "post_effect" && step.drop_ack) {
@@ -194,9 +194,8 @@ json scenario_document(const Bounds& bounds, const Draft& draft, const std::stri
   for (const auto& s : draft.steps) {
     at_s += s.gap_s;
     const auto& kind = bounds.step_kinds[s.kind % bounds.step_kinds.size()];
-    // A restart acts on every instance of the service, or on its store: no node performs it.
     json step = {{"kind", kind}, {"at_s", at_s}};
-    if (kind != "restart_remote" && kind != "restart_store") step["node"] = node_id(s.node);
+    if (performed_by_a_node(kind)) step["node"] = node_id(s.node);
     if (kind == "post_effect") step["drop_ack"] = s.drop_ack;
     if (kind == "set_clock_offset") step["offset_s"] = s.offset_s;
     steps.push_back(std::move(step));
