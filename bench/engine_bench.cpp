@@ -12,17 +12,26 @@
 //      milliseconds. Every cell of every in-process run is compared with the real stack's (all of
 //      the record but its wall time, error text and engine): a difference is
 //      printed and makes the bench exit 1;
-//   2. the peak RSS of `skewbench sweep --engine in-process --jobs 2` as a
+//   2. the store's floor: the calls each cell of the grid made to
+//      remote-effect's store (recorded once through the in-process remote,
+//      parsed by the protocol's own parsers), replayed on the store in memory
+//      alone, emptied before each cell as a worker empties it, with as many
+//      threads as jobs. No engine that keeps this store can run a grid faster
+//      than that; the bench prints it next to 100 times the real stack;
+//   3. the peak RSS of `skewbench sweep --engine in-process --jobs 2` as a
 //      process, on generated grids of growing cell counts (--rss-cells, up to
 //      1,000,000 and more), to show that memory stays flat.
 // It prints figures; it is not a pass/fail test of speed.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -31,7 +40,9 @@
 
 #include "common/allocator.hpp"
 #include "common/files.hpp"
+#include "infra/in_process.hpp"
 #include "peak_rss.hpp"
+#include "remote_effect/store.hpp"
 #include "runner/runner.hpp"
 #include "runner/stack.hpp"
 #include "sweep/grid.hpp"
@@ -111,9 +122,22 @@ std::size_t differences(const std::string& grid, const std::vector<json>& real, 
   return different;
 }
 
-// Returns the number of cells that differ between the engines.
-std::size_t bench_grids(const std::vector<std::string>& grid_paths, const std::vector<unsigned>& job_counts,
-                        int repeats) {
+// One grid at one job count, as measured side by side.
+struct GridFigures {
+  std::string path;
+  std::string id;
+  unsigned jobs = 1;
+  double real_cells_per_s = 0;
+  double in_process_cells_per_s = 0;
+};
+
+struct GridsMeasured {
+  std::vector<GridFigures> figures;
+  std::size_t different = 0;  // cells the engines disagree on
+};
+
+GridsMeasured bench_grids(const std::vector<std::string>& grid_paths, const std::vector<unsigned>& job_counts,
+                          int repeats) {
   std::printf(
       "\ncells/s of the cells (median of %d runs each, interleaved; in-process: passes of the grid for at least "
       "%.0f s a run); every in-process cell compared with the real stack's\n",
@@ -121,7 +145,7 @@ std::size_t bench_grids(const std::vector<std::string>& grid_paths, const std::v
   std::printf("  %-28s %6s %5s %12s %14s %8s %10s\n", "grid", "cells", "jobs", "real", "in-process", "ratio",
               "different");
   std::fflush(stdout);
-  std::size_t total_different = 0;
+  GridsMeasured measured;
   for (const auto& path : grid_paths) {
     const auto grid = sweep::Grid::load(path);
     const auto base = grid.cell_scenario(grid.cell(0));
@@ -160,10 +184,161 @@ std::size_t bench_grids(const std::vector<std::string>& grid_paths, const std::v
                   static_cast<unsigned long long>(grid.cell_count()), jobs, real_rate, in_process_rate,
                   in_process_rate / real_rate, different);
       std::fflush(stdout);
-      total_different += different;
+      measured.different += different;
+      measured.figures.push_back({.path = path,
+                                  .id = grid.id(),
+                                  .jobs = jobs,
+                                  .real_cells_per_s = real_rate,
+                                  .in_process_cells_per_s = in_process_rate});
     }
   }
-  return total_different;
+  return measured;
+}
+
+// One call a cell made to remote-effect, as its store receives it.
+struct StoreCall {
+  enum class Kind { post, read, gc, totals };
+  Kind kind = Kind::read;
+  remote_effect::PostRequest post;
+  remote_effect::GcRequest gc;
+  std::string operation_id;  // of a read
+};
+using CellCalls = std::vector<StoreCall>;
+
+// Forwards every call to the in-process remote and notes the store request
+// behind it, parsed by the protocol's own parsers as the in-process remote
+// parses it.
+class RecordingRemote final : public infra::ForwardingRemote {
+ public:
+  RecordingRemote(infra::RemoteApi& inner, std::int64_t default_ttl_s)
+      : ForwardingRemote(inner), default_ttl_s_(default_ttl_s) {}
+
+  CellCalls calls;
+
+  infra::PostExchange post_effect(const infra::PostEffectRequest& request) override {
+    const auto headers = remote_effect::post_effect_headers(request);
+    const auto parsed =
+        remote_effect::parse_post_request({headers.begin(), headers.end()}, request.body, default_ttl_s_);
+    // A request the parser refuses never reaches the store.
+    if (const auto* post = std::get_if<remote_effect::PostRequest>(&parsed)) {
+      StoreCall call;
+      call.kind = StoreCall::Kind::post;
+      call.post = *post;
+      calls.push_back(std::move(call));
+    }
+    return ForwardingRemote::post_effect(request);
+  }
+  infra::StatusExchange status(const std::string& operation_id, std::int64_t logical_time_s) override {
+    StoreCall call;
+    call.kind = StoreCall::Kind::read;
+    call.operation_id = operation_id;
+    calls.push_back(std::move(call));
+    return ForwardingRemote::status(operation_id, logical_time_s);
+  }
+  infra::HealthExchange health() override {
+    StoreCall call;
+    call.kind = StoreCall::Kind::totals;
+    calls.push_back(std::move(call));
+    return ForwardingRemote::health();
+  }
+  infra::GcExchange gc(const std::string& operation_id, std::int64_t logical_time_s) override {
+    StoreCall call;
+    call.kind = StoreCall::Kind::gc;
+    call.gc = {.operation_id = operation_id, .logical_time_s = logical_time_s};
+    calls.push_back(std::move(call));
+    return ForwardingRemote::gc(operation_id, logical_time_s);
+  }
+
+ private:
+  std::int64_t default_ttl_s_;
+};
+
+// The store calls of each cell of the grid, run once on the in-process engine.
+std::vector<CellCalls> recorded_store_calls(const sweep::Grid& grid, remote_effect::DedupeMode mode) {
+  const auto run_id = runner::new_run_id();
+  const auto options = sweep::in_process_remote_options(mode, run_id);
+  infra::InProcessRemote remote(options);
+  infra::InProcessOutbox outbox;
+  RecordingRemote recording(remote, options.default_ttl_s);
+  runner::RunnerOptions runner_options;
+  runner_options.run_id = run_id;
+  runner_options.evaluate_expectations = false;
+  runner::ScenarioRunner runner(recording, outbox, runner_options);
+  std::vector<CellCalls> cells;
+  for (std::uint64_t k = 0; k < grid.cell_count(); ++k) {
+    remote.clear();
+    outbox.clear();
+    recording.calls.clear();
+    const auto result = runner.run(grid.cell_scenario(grid.cell(k)));
+    if (result.error) throw std::runtime_error(grid.id() + " cell " + std::to_string(k) + ": " + *result.error);
+    cells.push_back(std::move(recording.calls));
+  }
+  return cells;
+}
+
+// Cells/s of the recorded calls replayed on the store alone: `jobs` threads,
+// each with a store in memory of its own that it empties before each cell,
+// taking every jobs-th cell; passes of the grid (each opening its stores)
+// until kInProcessMeasureS have passed, as an in-process run is measured.
+double store_floor_cells_per_s(const std::vector<CellCalls>& cells, unsigned jobs, remote_effect::DedupeMode mode) {
+  double passes_s = 0;
+  std::uint64_t passes_cells = 0;
+  do {
+    const auto started = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (unsigned worker = 0; worker < jobs; ++worker) {
+      threads.emplace_back([&cells, jobs, mode, worker] {
+        remote_effect::Store store(remote_effect::Store::InMemory{}, mode);
+        for (std::size_t k = worker; k < cells.size(); k += jobs) {
+          store.clear();
+          for (const auto& call : cells[k]) {
+            switch (call.kind) {
+              case StoreCall::Kind::post:
+                store.post(call.post);
+                break;
+              case StoreCall::Kind::read:
+                store.read(call.operation_id);
+                break;
+              case StoreCall::Kind::gc:
+                store.gc(call.gc);
+                break;
+              case StoreCall::Kind::totals:
+                store.totals();
+                break;
+            }
+          }
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    passes_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    passes_cells += cells.size();
+  } while (passes_s < kInProcessMeasureS);
+  return static_cast<double>(passes_cells) / passes_s;
+}
+
+// The store's floor of each grid next to what was measured: no engine that
+// keeps remote-effect's store in SQLite runs a grid faster than its floor.
+void bench_store_floor(const std::vector<GridFigures>& figures, int repeats) {
+  std::printf(
+      "\nthe store's floor: each cell's calls to remote-effect's store (in memory) replayed on it alone, nothing "
+      "else (cells/s, median of %d runs)\n",
+      repeats);
+  std::printf("  %-28s %5s %12s %14s %14s %14s %11s\n", "grid", "jobs", "real", "in-process", "store floor",
+              "100x real", "floor/real");
+  std::map<std::string, std::vector<CellCalls>> calls_of;  // by grid path
+  for (const auto& row : figures) {
+    const auto grid = sweep::Grid::load(row.path);
+    const auto mode = grid.cell_scenario(grid.cell(0)).dedupe_mode.value_or(remote_effect::kDefaultDedupeMode);
+    auto& calls = calls_of[row.path];
+    if (calls.empty()) calls = recorded_store_calls(grid, mode);
+    std::vector<double> rates;
+    for (int r = 0; r < repeats; ++r) rates.push_back(store_floor_cells_per_s(calls, row.jobs, mode));
+    const auto floor_rate = median(rates);
+    std::printf("  %-28s %5u %12.1f %14.1f %14.1f %14.1f %10.0fx\n", row.id.c_str(), row.jobs, row.real_cells_per_s,
+                row.in_process_cells_per_s, floor_rate, 100 * row.real_cells_per_s, floor_rate / row.real_cells_per_s);
+    std::fflush(stdout);
+  }
 }
 
 // The peak RSS of `skewbench sweep --engine in-process` as a process of its
@@ -209,11 +384,12 @@ int main(int argc, char** argv) {
               build_info::kBuildType, allocator_name().c_str(), std::thread::hardware_concurrency());
   if (build_info::kIsDebugBuild) std::printf("***WARNING*** harness built as Debug: figures are not representative\n");
   try {
-    const auto different = bench_grids(grids, jobs, repeats);
+    const auto measured = bench_grids(grids, jobs, repeats);
+    bench_store_floor(measured.figures, repeats);
     rss_cells.erase(std::remove(rss_cells.begin(), rss_cells.end(), 0L), rss_cells.end());
     if (!rss_cells.empty()) bench_rss(skewbench_bin, sweeps + "018-base.json", rss_cells);
-    if (different > 0) {
-      std::printf("\nFAIL: %zu in-process cells differ from the real stack's\n", different);
+    if (measured.different > 0) {
+      std::printf("\nFAIL: %zu in-process cells differ from the real stack's\n", measured.different);
       return 1;
     }
   } catch (const std::exception& e) {
