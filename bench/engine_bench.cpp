@@ -126,6 +126,7 @@ std::size_t differences(const std::string& grid, const std::vector<json>& real, 
 struct GridFigures {
   std::string path;
   std::string id;
+  remote_effect::DedupeMode mode = remote_effect::kDefaultDedupeMode;  // of its base scenario
   unsigned jobs = 1;
   double real_cells_per_s = 0;
   double in_process_cells_per_s = 0;
@@ -187,6 +188,7 @@ GridsMeasured bench_grids(const std::vector<std::string>& grid_paths, const std:
       measured.different += different;
       measured.figures.push_back({.path = path,
                                   .id = grid.id(),
+                                  .mode = mode,
                                   .jobs = jobs,
                                   .real_cells_per_s = real_rate,
                                   .in_process_cells_per_s = in_process_rate});
@@ -328,12 +330,10 @@ void bench_store_floor(const std::vector<GridFigures>& figures, int repeats) {
               "100x real", "floor/real");
   std::map<std::string, std::vector<CellCalls>> calls_of;  // by grid path
   for (const auto& row : figures) {
-    const auto grid = sweep::Grid::load(row.path);
-    const auto mode = grid.cell_scenario(grid.cell(0)).dedupe_mode.value_or(remote_effect::kDefaultDedupeMode);
     auto& calls = calls_of[row.path];
-    if (calls.empty()) calls = recorded_store_calls(grid, mode);
+    if (calls.empty()) calls = recorded_store_calls(sweep::Grid::load(row.path), row.mode);
     std::vector<double> rates;
-    for (int r = 0; r < repeats; ++r) rates.push_back(store_floor_cells_per_s(calls, row.jobs, mode));
+    for (int r = 0; r < repeats; ++r) rates.push_back(store_floor_cells_per_s(calls, row.jobs, row.mode));
     const auto floor_rate = median(rates);
     std::printf("  %-28s %5u %12.1f %14.1f %14.1f %14.1f %10.0fx\n", row.id.c_str(), row.jobs, row.real_cells_per_s,
                 row.in_process_cells_per_s, floor_rate, 100 * row.real_cells_per_s, floor_rate / row.real_cells_per_s);
