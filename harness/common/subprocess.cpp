@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -112,6 +113,16 @@ std::string holder_names(const std::vector<pid_t>& pids) {
 
 }  // namespace
 
+void remove_clock_leftovers(const std::vector<pid_t>& pids) {
+  for (const pid_t pid : pids) {
+    const auto entry = process_tree::entry_of(pid);
+    if (entry && !entry->zombie) continue;  // still alive: its files are its own
+    const auto id = std::to_string(pid);
+    ::unlink(("/dev/shm/faketime_shm_" + id).c_str());
+    ::unlink(("/dev/shm/sem.faketime_sem_" + id).c_str());
+  }
+}
+
 void become_subreaper() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     throw std::runtime_error(std::string("cannot become a child subreaper: ") + std::strerror(errno));
@@ -122,6 +133,12 @@ std::size_t end_descendants(std::chrono::milliseconds grace) {
   if (!process_tree::proc_is_own_namespace()) return 0;
   const std::size_t alive = reap_and_count_alive();
   if (alive == 0) return 0;
+  std::vector<pid_t> ended;
+  for (const auto& entry : process_tree::descendants_of(::getpid())) ended.push_back(entry.pid);
+  const struct Cleanup {
+    const std::vector<pid_t>& pids;
+    ~Cleanup() { remove_clock_leftovers(pids); }
+  } cleanup{ended};
   signal_descendants(SIGTERM);
   if (wait_for_no_descendants(grace)) return alive;
   // A SIGKILLed parent's children become ours and are found on the next pass.
@@ -259,12 +276,21 @@ std::optional<std::string> Subprocess::read_line(std::chrono::milliseconds timeo
   }
 }
 
+void Subprocess::note_tree() {
+  if (!process_tree::proc_is_own_namespace()) return;
+  for (const auto& entry : process_tree::descendants_of(pid_)) tree_.insert(entry.pid);
+}
+
 void Subprocess::send_signal(int signal_number) {
-  if (running()) ::kill(pid_, signal_number);
+  if (!running()) return;
+  note_tree();
+  ::kill(pid_, signal_number);
 }
 
 void Subprocess::signal_group(int signal_number) {
-  if (running()) ::kill(-pid_, signal_number);
+  if (!running()) return;
+  note_tree();
+  ::kill(-pid_, signal_number);
 }
 
 std::optional<int> Subprocess::wait_for_exit(std::chrono::milliseconds timeout) {
@@ -275,6 +301,9 @@ std::optional<int> Subprocess::wait_for_exit(std::chrono::milliseconds timeout) 
     const pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       exit_code_ = decode_status(status);
+      std::vector<pid_t> ended(tree_.begin(), tree_.end());
+      ended.push_back(pid_);
+      remove_clock_leftovers(ended);
       return exit_code_;
     }
     if (r < 0 && errno != EINTR) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,13 @@ struct RunAs {
   // Resolves a user name; throws std::runtime_error when there is none.
   static RunAs user(const std::string& name);
 };
+
+// libfaketime 0.9.10 leaves /dev/shm/faketime_shm_PID and
+// /dev/shm/sem.faketime_sem_PID behind a process that does not exit normally
+// (a SIGKILL), and a later process given that pid then cannot start. Removes
+// them for each of `pids` that has ended (gone, or a zombie not yet reaped);
+// the supervisor calls it for every process it ends.
+void remove_clock_leftovers(const std::vector<pid_t>& pids);
 
 // Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER): a descendant
 // whose parent exits (a service that double-forks, or forks, calls setsid and
@@ -106,7 +114,11 @@ class Subprocess {
   bool running() const { return !exit_code_.has_value(); }
 
  private:
+  // Notes the descendants of the child before it is signalled (tree_).
+  void note_tree();
+
   pid_t pid_ = -1;
+  std::set<pid_t> tree_;  // its descendants when it was signalled: their clock leftovers go with it
   int stdout_fd_ = -1;
   std::string buffer_;
   std::optional<int> exit_code_;

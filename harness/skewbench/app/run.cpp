@@ -191,6 +191,7 @@ SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario:
       auto result = scenario_runner.run(s);
       evidence::hold_counts(s, result);
       results.push_back(std::move(result));
+      runner::fail_scenarios_called_late(results);
     }
     if (const auto late = scenario_runner.late_sink_calls(); late && !results.empty()) {
       runner::fail_with(results.back(), *late);

@@ -313,7 +313,47 @@ std::optional<std::string> count_contradiction(const scenario::Scenario& scenari
   return contradiction(steps_of(scenario, timeline), closing_exchange, final_measurement);
 }
 
+namespace {
+
+// A row counted at an effect sink, recounted from the calls its evidence
+// holds: each call's applied is its answer "ok"; every call is for the
+// scenario's operation (another would have made the row an ERROR); the
+// effect count is the applied calls, and two or more are a CONFLICT.
+std::optional<std::string> sink_contradiction(const json& evidence) {
+  const auto& calls = evidence.at("effect_sink_calls");
+  const auto& operation = evidence.at("operation_id");
+  std::int64_t applied = 0;
+  for (const auto& call : calls) {
+    const bool ok = call.at("answer") == "ok";
+    if (call.at("applied") != ok) {
+      return "sink call " + call.at("sequence").dump() + " is answered " + call.at("answer").dump() +
+             " but says applied " + call.at("applied").dump();
+    }
+    if (call.at("operation_id") != operation) {
+      return "sink call " + call.at("sequence").dump() + " is for operation " + call.at("operation_id").dump() +
+             ", not the scenario's, in a row with a verdict";
+    }
+    if (ok) ++applied;
+  }
+  const auto& final_measurement = evidence.value("final", json(nullptr));
+  if (!final_measurement.is_object()) return "a row counted at the sink has no closing measurement";
+  if (final_measurement.value("effect_count", json(nullptr)) != applied) {
+    return "its closing effect_count is " + final_measurement.value("effect_count", json(nullptr)).dump() +
+           ", but its effect_sink_calls hold " + std::to_string(applied) + " applied call(s) for its operation";
+  }
+  if ((applied >= 2) != (evidence.at("verdict") == "CONFLICT")) {
+    return "its verdict is " + evidence.at("verdict").dump() + " with " + std::to_string(applied) +
+           " applied sink call(s): two or more are a CONFLICT, fewer are not";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> count_contradiction_of_evidence(const json& evidence) {
+  if (evidence.contains("effect_sink_calls")) {
+    if (auto why = sink_contradiction(evidence)) return why;
+  }
   const auto input = scenario::parse_scenario(evidence.at("input"), "scenario evidence input");
   return count_contradiction(input, evidence.at("timeline"), evidence.value("closing_exchange", json(nullptr)),
                              evidence.value("final", json(nullptr)));

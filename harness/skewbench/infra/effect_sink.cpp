@@ -9,6 +9,7 @@
 #include "common/digest.hpp"
 #include "common/errors.hpp"
 #include "common/json_reader.hpp"
+#include "common/text.hpp"
 
 namespace skewbench::infra {
 namespace {
@@ -41,6 +42,13 @@ std::pair<std::optional<std::string>, std::string_view> split_instance(std::stri
   std::string name(rest.substr(0, slash));
   if (name.empty()) return {std::nullopt, path};
   return {std::move(name), slash == std::string_view::npos ? std::string_view() : rest.substr(slash)};
+}
+
+// An operation id as the sink keeps it: printable ASCII as it is; any other
+// byte as \xNN; one over kMaxOperationIdBytes cut short, its size said (such
+// an id names no scenario's operation).
+std::string recorded_id(std::string_view id) {
+  return text::short_prefix(id, id.size() <= kMaxOperationIdBytes ? kMaxOperationIdBytes : 64);
 }
 
 bool matches(const SinkFault& fault, const std::optional<std::string>& operation_id) {
@@ -200,11 +208,13 @@ std::size_t EffectSink::record_locked(const httplib::Request& request, std::opti
   call.sequence = static_cast<std::int64_t>(calls_.size()) + 1;
   call.received_unix_ms = options_.now_unix_ms();
   auto [instance, rest] = split_instance(request.path);
-  call.instance = std::move(instance);
-  call.operation_id = read_operation_id(options_.operation_id, request.headers, rest, request.body);
-  call.method = request.method;
+  if (instance) call.instance = text::short_prefix(*instance, 128);
+  if (const auto id = read_operation_id(options_.operation_id, request.headers, rest, request.body)) {
+    call.operation_id = recorded_id(*id);
+  }
+  call.method = text::short_prefix(request.method, 32);
   const auto [_, raw_rest] = split_instance(request.target);
-  call.path = std::string(raw_rest.empty() ? std::string_view("/") : raw_rest);
+  call.path = text::short_prefix(raw_rest.empty() ? std::string_view("/") : raw_rest, kMaxRecordedPathBytes);
   call.body_sha256 = sha256_hex(request.body);
   call.body_bytes = request.body.size();
   const auto armed =
@@ -227,8 +237,39 @@ bool EffectSink::hold_locked(std::unique_lock<std::mutex>& lock, std::size_t ind
   return released;
 }
 
+bool EffectSink::wait_quiet(std::chrono::milliseconds quiet, std::chrono::milliseconds at_most) {
+  std::unique_lock lock(mutex_);
+  // Rounds of `quiet`, each ended early by a call; a round with none is quiet.
+  const auto rounds = std::max<std::int64_t>(1, at_most.count() / std::max<std::int64_t>(1, quiet.count()));
+  for (std::int64_t round = 0; round < rounds && !stopping_; ++round) {
+    const auto seen = calls_.size() + refused_in_window_;
+    if (!changed_.wait_for(lock, quiet, [&] { return stopping_ || calls_.size() + refused_in_window_ != seen; })) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void EffectSink::begin_window() {
+  std::lock_guard lock(mutex_);
+  window_start_ = calls_.size();
+  refused_in_window_ = 0;
+}
+
+std::size_t EffectSink::refused_in_window() const {
+  std::lock_guard lock(mutex_);
+  return refused_in_window_;
+}
+
 void EffectSink::handle(const httplib::Request& request, httplib::Response& response) {
   std::unique_lock lock(mutex_);
+  if (calls_.size() - window_start_ >= kMaxCallsPerWindow) {
+    ++refused_in_window_;
+    lock.unlock();
+    response.status = 503;
+    response.set_content(json{{"applied", false}, {"error", "sink_window_full"}}.dump(), kJson);
+    return;
+  }
   std::optional<SinkFault> fault;
   const auto index = record_locked(request, fault);
   auto answer = SinkAnswer::ok;

@@ -14,6 +14,15 @@
 // the body or a path segment, as the target declares), method, path, the
 // SHA-256 of the body, and how it was answered.
 //
+// What it records is bounded, whatever a service sends: the body as its
+// SHA-256 and size only; the operation id, path and method with every byte
+// that is not printable ASCII written \xNN (so that the evidence, a
+// terminal and RESULT.md show them as bytes, never as control characters or
+// broken UTF-8), an id over kMaxOperationIdBytes shortened with its size
+// (it then matches no operation); and at most kMaxCallsPerWindow calls per
+// window (a scenario, begin_window()): a call past that is answered 503, not
+// applied, and counted as refused (refused_in_window()).
+//
 // Applied calls are the effects: a call answered 200, at once, after a delay
 // (slow) or when released (hold). A call the sink fails (500, a TCP reset, a
 // close with no answer) performed nothing, as a provider that failed.
@@ -112,6 +121,10 @@ struct SinkCall {
   nlohmann::json to_json() const;
 };
 
+inline constexpr std::size_t kMaxCallsPerWindow = 1000;
+inline constexpr std::size_t kMaxOperationIdBytes = 256;
+inline constexpr std::size_t kMaxRecordedPathBytes = 1024;
+
 class EffectSink {
  public:
   struct Options {
@@ -151,6 +164,17 @@ class EffectSink {
   // Answers every held call (of `operation_id`, or any) 200; how many.
   std::size_t release(const std::optional<std::string>& operation_id);
 
+  // A new window (a scenario starts): up to kMaxCallsPerWindow calls from
+  // now are recorded and answered; the count of refused ones starts at 0.
+  void begin_window();
+  // The calls refused since begin_window() because the window was full.
+  std::size_t refused_in_window() const;
+
+  // Waits until no call has arrived for `quiet` (a service's call made a
+  // little after its answer lands first), or `at_most` passes; whether it
+  // went quiet. A held call does not keep it waiting.
+  bool wait_quiet(std::chrono::milliseconds quiet, std::chrono::milliseconds at_most);
+
   // Every call so far, in arrival order, and how many there are.
   std::vector<SinkCall> calls() const;
   std::size_t call_count() const;
@@ -177,6 +201,8 @@ class EffectSink {
   std::deque<SinkFault> armed_;
   std::map<std::size_t, bool> held_;  // index in calls_ -> released
   bool stopping_ = false;
+  std::size_t window_start_ = 0;  // index in calls_ where the window began
+  std::size_t refused_in_window_ = 0;
 };
 
 // The operation id of a call, read where `source` says: nullopt when it is not

@@ -1,12 +1,16 @@
 #include "infra/process_clock.hpp"
 
 #include <cstdlib>
+#include <fstream>
+#include <set>
 #include <system_error>
 
+#include <elf.h>
 #include <unistd.h>
 
 #include "common/errors.hpp"
 #include "common/files.hpp"
+#include "common/process_tree.hpp"
 
 namespace skewbench::infra {
 namespace fs = std::filesystem;
@@ -103,6 +107,82 @@ std::map<std::string, std::string> ProcessClock::environment() const {
           {"FAKETIME_FMT", "%s"},
           {"FAKETIME_DONT_FAKE_MONOTONIC", "1"},
           {"TZ", "UTC"}};
+}
+
+namespace {
+
+// True when the ELF file at `path` has a section named `wanted` (64-bit ELF
+// only; anything else reads as not).
+bool has_elf_section(const std::filesystem::path& path, std::string_view wanted) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr header{};
+  if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) return false;
+  if (std::string_view(reinterpret_cast<const char*>(header.e_ident), SELFMAG) != ELFMAG ||
+      header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr) ||
+      header.e_shstrndx >= header.e_shnum) {
+    return false;
+  }
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  in.seekg(static_cast<std::streamoff>(header.e_shoff));
+  if (!in.read(reinterpret_cast<char*>(sections.data()),
+               static_cast<std::streamsize>(sections.size() * sizeof(Elf64_Shdr)))) {
+    return false;
+  }
+  const auto& names_section = sections[header.e_shstrndx];
+  constexpr std::uint64_t kMaxNamesBytes = 1 << 20;
+  if (names_section.sh_size > kMaxNamesBytes) return false;
+  std::string names(names_section.sh_size, '\0');
+  in.seekg(static_cast<std::streamoff>(names_section.sh_offset));
+  if (!in.read(names.data(), static_cast<std::streamsize>(names.size()))) return false;
+  for (const auto& section : sections) {
+    if (section.sh_name >= names.size()) continue;
+    if (std::string_view(names.c_str() + section.sh_name) == wanted) return true;
+  }
+  return false;
+}
+
+// True when /proc/PID/maps lists a file named as `library` is.
+bool maps_library(pid_t pid, const std::filesystem::path& library) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::error_code ec;
+  const auto resolved = std::filesystem::canonical(library, ec);
+  const auto name = "/" + library.filename().string();
+  const auto resolved_name = ec ? name : "/" + resolved.filename().string();
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.ends_with(name) || line.ends_with(resolved_name)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> clock_not_reached(pid_t root, int port, const std::filesystem::path& library) {
+  if (!process_tree::proc_is_own_namespace()) return std::nullopt;
+  std::vector<pid_t> tree = {root};
+  for (const auto& entry : process_tree::descendants_of(root)) {
+    if (!entry.zombie) tree.push_back(entry.pid);
+  }
+  std::set<pid_t> listeners;
+  for (const auto inode : process_tree::listening_socket_inodes(port)) {
+    for (const auto pid : process_tree::holders_of_socket(inode, tree)) listeners.insert(pid);
+  }
+  for (const auto pid : listeners) {
+    const auto who = "pid " + std::to_string(pid) + " (" + process_tree::command_line_of(pid, 120) +
+                     "), which listens on port " + std::to_string(port) + ",";
+    if (!maps_library(pid, library)) {
+      return who + " has not loaded " + library.filename().string() + " (it is not in /proc/" + std::to_string(pid) +
+             "/maps: a static binary, or a command that clears LD_PRELOAD): it reads the machine's wall clock, which "
+             "skewbench does not move";
+    }
+    if (has_elf_section("/proc/" + std::to_string(pid) + "/exe", ".go.buildinfo")) {
+      return who +
+             " is a Go program (its binary has a .go.buildinfo section): Go reads the wall clock through the "
+             "vDSO, never through libc, so " +
+             library.filename().string() + " cannot move it";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace skewbench::infra

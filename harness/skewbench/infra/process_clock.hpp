@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "common/vocabulary.hpp"
 
 namespace skewbench::infra {
@@ -82,5 +84,13 @@ class ProcessClock {
 
 // Why a time cannot be a process clock's, or nothing.
 std::optional<std::string> process_clock_range_problem(std::int64_t unix_s);
+
+// Why the processes of the tree under `root` that listen on `port` do not
+// read the wall clock `library` answers (docs/real-clocks.md, "A service that
+// does not read the clock"): one that does not map it (a static binary, a
+// command that clears LD_PRELOAD), or a Go program (it reads the clock
+// through the vDSO, never through libc). nullopt when each maps it, or when
+// /proc cannot tell (another pid namespace, no listener found).
+std::optional<std::string> clock_not_reached(pid_t root, int port, const std::filesystem::path& library);
 
 }  // namespace skewbench::infra

@@ -61,6 +61,10 @@ class ServiceInstances {
   // The instances are stopped by a pause_remote step: they cannot be asked
   // their clock until they go on.
   virtual bool paused() const = 0;
+  // Stops every instance, so that every call it makes to its provider after
+  // its answers has reached the effect sink before a scenario's count is read
+  // (Stack::settle_instances); they start again before the next scenario.
+  virtual void settle() = 0;
 };
 
 // One instance as a scenario's steps reach it. With a clock of its own (a

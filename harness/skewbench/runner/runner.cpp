@@ -6,6 +6,7 @@
 
 #include "common/elapsed.hpp"
 #include "common/errors.hpp"
+#include "common/text.hpp"
 #include "infra/remote_snapshot.hpp"
 
 namespace skewbench::runner {
@@ -235,6 +236,7 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .bound_temporal_epoch = std::nullopt,
                              .watermarks_s = {}};
   const auto first_sink_call = sink_calls_seen_;
+  if (options_.effect_sink) options_.effect_sink->begin_window();
   try {
     execute(s, context, result);
     if (options_.effect_sink) check_sink_calls(first_sink_call, result);
@@ -245,12 +247,25 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
     // nothing, and nothing in it may read as a pass.
     result.error = e.what();
     result.verdict = Verdict::Error;
+    // Its calls are still its own: the instances stop before they are read.
+    try {
+      settle_sink_callers();
+    } catch (const std::exception& settle_error) {
+      result.error = *result.error + "; then, stopping the service: " + settle_error.what();
+    }
   }
   if (options_.effect_sink) {
     result.effect_sink_calls = json::array();
     const auto calls = options_.effect_sink->calls();
     for (auto i = first_sink_call; i < calls.size(); ++i) result.effect_sink_calls.push_back(calls[i].to_json());
     sink_calls_seen_ = calls.size();
+    counted_operations_.emplace(result.operation_id, s.id);
+    if (const auto refused = options_.effect_sink->refused_in_window(); refused > 0) {
+      fail_with(result, "the service called the effect sink more than " + std::to_string(infra::kMaxCallsPerWindow) +
+                            " times in this scenario: the sink recorded the first " +
+                            std::to_string(infra::kMaxCallsPerWindow) + " and refused " + std::to_string(refused) +
+                            " more (answered 503, not applied), so its count is no measurement");
+    }
   }
   bool all_pass = !result.error.has_value();
   if (options_.evaluate_expectations) {
@@ -277,8 +292,13 @@ void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& co
     run_step(s, i, context, instances, result);
   }
   const auto last_at_s = s.steps.back().step->at_s();
+  settle_sink_callers();
   result.final_measurement = measure_final(instances.first(), outbox_, context, context.reference_time(last_at_s));
   result.verdict = compute_verdict(result.final_measurement, result.timeline);
+}
+
+void ScenarioRunner::settle_sink_callers() {
+  if (options_.effect_sink && options_.instances) options_.instances->settle();
 }
 
 void ScenarioRunner::check_sink_calls(std::size_t first, const ScenarioResult& result) const {
@@ -287,12 +307,33 @@ void ScenarioRunner::check_sink_calls(std::size_t first, const ScenarioResult& r
     const auto& call = calls[i];
     if (call.operation_id == result.operation_id) continue;
     const auto from = call.instance ? " from " + *call.instance : std::string(" to no instance's URL");
+    std::string whose = "with no operation id where the target's $.sink.operation_id says it is";
+    if (call.operation_id) {
+      const auto earlier = counted_operations_.find(*call.operation_id);
+      whose = "for operation " + text::short_prefix(*call.operation_id) +
+              (earlier == counted_operations_.end()
+                   ? ", not this scenario's"
+                   : " of scenario " + earlier->second + ", which had ended (its row is an ERROR too)");
+    }
     throw InfrastructureError("the effect sink got call " + std::to_string(call.sequence) + " (" + call.method + " " +
-                              call.path + from + ") " +
-                              (call.operation_id
-                                   ? "for operation " + *call.operation_id + ", not this scenario's"
-                                   : "with no operation id where the target's $.sink.operation_id says it is") +
-                              ": an effect skewbench cannot attribute, so no verdict");
+                              text::short_prefix(call.path) + from + ") " + whose +
+                              ": an effect skewbench cannot attribute to this scenario, so no verdict");
+  }
+}
+
+void fail_scenarios_called_late(std::vector<ScenarioResult>& results) {
+  if (results.size() < 2 || !results.back().effect_sink_calls.is_array()) return;
+  const auto& last = results.back();
+  for (const auto& call : last.effect_sink_calls) {
+    const auto& operation = call["operation_id"];
+    if (!operation.is_string() || operation == last.operation_id) continue;
+    for (std::size_t i = 0; i + 1 < results.size(); ++i) {
+      if (results[i].operation_id != operation.get<std::string>()) continue;
+      fail_with(results[i], "the effect sink got call " + call["sequence"].dump() +
+                                " for this scenario's operation after its count was read, while " + last.scenario_id +
+                                " ran: " + (call["applied"] == true ? "an effect" : "a call") +
+                                " its count and verdict do not hold");
+    }
   }
 }
 
@@ -302,8 +343,10 @@ std::optional<std::string> ScenarioRunner::late_sink_calls() const {
   if (calls.size() <= sink_calls_seen_) return std::nullopt;
   const auto& call = calls[sink_calls_seen_];
   return "the effect sink got " + std::to_string(calls.size() - sink_calls_seen_) +
-         " call(s) after the last scenario ended, the first " + call.method + " " + call.path + " for operation " +
-         call.operation_id.value_or("(none found)") + ": an effect no scenario can be held to, so no verdict";
+         " call(s) after the last scenario ended, the first " + call.method + " " + text::short_prefix(call.path) +
+         " for operation " +
+         (call.operation_id ? text::short_prefix(*call.operation_id) : std::string("(none found)")) +
+         ": an effect no scenario can be held to, so no verdict";
 }
 
 void fail_with(ScenarioResult& result, const std::string& why) {

@@ -5,6 +5,7 @@
 // the scenario's expectations against what was measured.
 
 #include <atomic>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -125,7 +126,7 @@ struct RunnerOptions {
   ServiceInstances* instances = nullptr;
   // The sink a service of its own wire calls for its effects; null for the
   // others. Every call while a scenario runs must be for its operation.
-  const infra::EffectSink* effect_sink = nullptr;
+  infra::EffectSink* effect_sink = nullptr;
 };
 
 class ScenarioRunner {
@@ -147,6 +148,9 @@ class ScenarioRunner {
   // Throws InfrastructureError naming the first call to the effect sink since
   // call `first` that is not for the scenario's operation.
   void check_sink_calls(std::size_t first, const ScenarioResult& result) const;
+  // With an effect sink: stops the service's instances (ServiceInstances::
+  // settle) so that every call they make after their answers is counted.
+  void settle_sink_callers();
 
   infra::RemoteApi& remote_;
   infra::OutboxApi& outbox_;
@@ -154,7 +158,14 @@ class ScenarioRunner {
   // The sink's calls the scenarios so far were held to: each scenario is held
   // to every call since the one before it ended, those in between included.
   std::size_t sink_calls_seen_ = 0;
+  // The operations whose sink calls were read, and their scenarios.
+  std::map<std::string, std::string> counted_operations_;
 };
+
+// With the results so far, the last one just run: every earlier scenario
+// whose operation a sink call in the last one's window carries is made an
+// ERROR (an effect after its count was read), whatever its verdict was.
+void fail_scenarios_called_late(std::vector<ScenarioResult>& results);
 
 // Makes `result` an ERROR for `why`: no check of it passes.
 void fail_with(ScenarioResult& result, const std::string& why);

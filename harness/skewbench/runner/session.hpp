@@ -76,6 +76,7 @@ class Session final : public ServiceInstances {
     return stack_->store() ? stack_->store()->wall_clock_s() : std::nullopt;
   }
   bool paused() const override { return stack_->paused(); }
+  void settle() override { stack_->settle_instances(); }
 
   // Every instance reached so far, as the evidence's environment.clock lists
   // them: name, the service's URL, the URL the driver sent to (its fault

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <unistd.h>
 
@@ -183,6 +184,15 @@ Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_ef
     for (const auto& [variable, value] : started.clock->environment()) launch->env[variable] = value;
   }
   started.process = start_remote(*launch, label(started.name, *launch));
+  if (started.clock) {
+    // Its rows hang on a clock it reads: one it does not read gives no verdict.
+    const auto why =
+        infra::clock_not_reached(started.process->pid(), started.process->port(), started.clock->library());
+    if (why) {
+      throw InfrastructureError(label(started.name, *launch) + " does not read the clock skewbench drives: " + *why +
+                                "; no row may hang on its clock (docs/real-clocks.md)");
+    }
+  }
   started.launch = std::move(launch);
   started.fault_proxy = fault_proxy_for(started.process->base_url());
   return started;
@@ -353,10 +363,23 @@ void Stack::restart_remote() {
   }
 }
 
+void Stack::settle_instances() {
+  if (remotes_.empty()) return;
+  resumer_.reset();  // a paused process is resumed before it is asked to stop
+  // A call made a little after an answer (a background task, a timer)
+  // lands while the instances still run, whatever the milliseconds.
+  if (effect_sink_) effect_sink_->wait_quiet(kSettleQuiet, kSettleAtMost);
+  for (auto* instance : first_remote_instances()) {
+    if (instance->process->running()) instance->process->stop();
+  }
+  settled_ = true;
+}
+
 void Stack::start_stopped_instances() {
+  const bool settled = std::exchange(settled_, false);
   for (auto* instance : first_remote_instances()) {
     if (instance->process->running()) continue;
-    if (!options_.quiet) {
+    if (!options_.quiet && !settled) {
       std::cerr << "skewbench: " << label(instance->name, *instance->launch)
                 << " is not running (it stopped or did not start again in the scenario before); starting it\n";
     }

@@ -169,6 +169,11 @@ struct InstanceEndpoint {
   infra::FaultProxy* fault_proxy = nullptr;  // with --ack-loss proxy; else null
 };
 
+// Before a scenario's sink count is read (Stack::settle_instances): the quiet
+// the effect sink waits for, at most so long, before the instances stop.
+inline constexpr std::chrono::milliseconds kSettleQuiet{250};
+inline constexpr std::chrono::milliseconds kSettleAtMost{5000};
+
 class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
  public:
   // Throws InfrastructureError when a service cannot be started.
@@ -218,6 +223,14 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // scenario inherits another's failure. Throws InfrastructureError when one
   // cannot start.
   void start_stopped_instances();
+  // Stops every instance of the first remote as its target says
+  // (service.stop: its signal, then SIGKILL after the grace period), a paused
+  // one resumed first. Whatever a service does after its answers (a
+  // background task, a drain of queued work on its stop signal) has then
+  // reached its effect sink: a scenario's count is read after this
+  // (docs/targets.md, "Counted at the sink"). The next start_stopped_instances() starts them
+  // again, without calling that a failure.
+  void settle_instances();
 
   void restart_remote() override;
   void restart_store() override;
@@ -263,6 +276,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // More instances of the first remote, on its state file (instance 1, 2, ...).
   std::vector<Started> extra_instances_;
   std::unique_ptr<infra::FaultProxy> external_proxy_;  // in front of an external remote (--ack-loss proxy)
+  bool settled_ = false;                               // settle_instances() stopped them on purpose
   std::unique_ptr<Resumer> resumer_;  // declared after the instances: resumes them before they are stopped
   std::string database_url_;
   std::string remote_url_;
