@@ -370,15 +370,16 @@ void Stack::settle_instances() {
   // lands while the instances still run, whatever the milliseconds.
   if (effect_sink_) effect_sink_->wait_quiet(kSettleQuiet, kSettleAtMost);
   for (auto* instance : first_remote_instances()) {
-    if (instance->process->running()) instance->process->stop();
+    if (!instance->process->running()) continue;
+    instance->process->stop();
+    instance->settled = true;
   }
-  settled_ = true;
 }
 
 void Stack::start_stopped_instances() {
-  const bool settled = std::exchange(settled_, false);
   for (auto* instance : first_remote_instances()) {
     if (instance->process->running()) continue;
+    const bool settled = std::exchange(instance->settled, false);
     if (!options_.quiet && !settled) {
       std::cerr << "skewbench: " << label(instance->name, *instance->launch)
                 << " is not running (it stopped or did not start again in the scenario before); starting it\n";

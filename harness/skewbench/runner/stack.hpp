@@ -247,6 +247,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
     std::unique_ptr<infra::ProcessClock> clock;            // real-clock mode: the wall clock it reads
     std::unique_ptr<remote_effect::RemoteEffectProcess> process;
     std::unique_ptr<infra::FaultProxy> fault_proxy;  // declared after process: stops before it
+    bool settled = false;                            // stopped by settle_instances(), not by a failure
   };
   Started start_instance(std::string name, std::unique_ptr<remote_effect::LaunchOptions> launch) const;
   // An instance as a message names it: "target NAME (instance)", or the service and the instance.
