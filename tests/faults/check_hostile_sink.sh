@@ -21,7 +21,9 @@
 # 6. verify recounts a sink-counted row from its calls: the drain run's
 #    folder with one applied call deleted (the manifest written again for the
 #    file) does not verify.
-# 7. No libfaketime shared memory is left behind by the service processes
+# 7. A Python service that sleeps (time.sleep, before it listens and in each
+#    answer) runs under "wall_clock": "skewbench" and gets its verdict: SAFE.
+# 8. No libfaketime shared memory is left behind by the service processes
 #    skewbench ended, killed by a restart step or stopped at the end.
 set -euo pipefail
 skewbench=${1:?usage: check_hostile_sink.sh SKEWBENCH SOURCE_DIR}
@@ -39,10 +41,10 @@ hostile() {
   shift 3
   mkdir -p "$scratch/$name"
   cp tests/faults/hostile_provider_calls.py "$scratch/$name/"
-  python3 - "$scratch/$name/target.json" "$name" "$mode" "$rule" "$*" "${prefix:-}" <<'PY'
+  python3 - "$scratch/$name/target.json" "$name" "$mode" "$rule" "$*" "${prefix:-}" "${wall_clock:-}" <<'PY'
 import json, sys
-path, name, mode, rule, extra, prefix = sys.argv[1:]
-json.dump({
+path, name, mode, rule, extra, prefix, wall_clock = sys.argv[1:]
+target = {
     "schema_version": 2, "name": name, "description": "a hostile service of the fault tests",
     "library": "Python 3 standard library", "install": "apt-get install python3",
     "needs": ["python3", "./hostile_provider_calls.py"],
@@ -54,7 +56,10 @@ json.dump({
                 "body": {"order_id": "{operation_id}", "amount": "{amount}"}},
     "answer": {"status": {"201": "applied", "200": "replayed"}},
     "sink": {"operation_id": json.loads(rule)},
-}, open(path, "w"))
+}
+if wall_clock:
+    target["service"]["wall_clock"] = wall_clock
+json.dump(target, open(path, "w"))
 PY
 }
 
@@ -178,3 +183,12 @@ while read -r pid; do
   fi
 done <"$scratch/pids"
 echo "ok: no libfaketime shared memory is left by the $started service processes skewbench ended"
+
+wall_clock=skewbench hostile sleeper plain "$rule_body" --sleep
+run_hostile sleeper
+if [[ $code -ne 0 ]] || ! grep -q '"verdict": "SAFE"' "$(evidence_of sleeper)"; then
+  cat "$scratch/sleeper.txt"
+  echo "FAIL: a Python service that sleeps, under \"wall_clock\": \"skewbench\", exited $code, not 0 with SAFE"
+  exit 1
+fi
+echo "ok: a Python service that sleeps runs under \"wall_clock\": \"skewbench\" and reads SAFE"

@@ -4,12 +4,13 @@ effect sink) as a hostile or careless service does, for the fault tests of
 the sink (tests/faults/check_hostile_sink.sh, docs/faults.md).
 
   hostile_provider_calls.py --port P --provider URL --mode MODE [--delay-ms D]
-                            [--pids FILE]
+                            [--pids FILE] [--sleep]
 
 POST /payments with an Idempotency-Key and {"order_id", "amount"} charges
 once (POST {provider}/charges, {"reference": order_id}) and answers 201; the
 same key again answers 200 from memory (a replay). GET /healthz answers 200.
 What MODE adds:
+  plain   nothing: one charge, a replay answered from memory
   drain   a replay queues a second charge, made when SIGTERM asks it to stop
           (a graceful drain), before it exits
   late    a replay makes a second charge --delay-ms after it answered
@@ -17,7 +18,11 @@ What MODE adds:
           20,000 bytes long (each refused or not, it carries on)
   bytes   the charge goes to {provider}/charges/<order_id> followed by the
           bytes FF 1B "[2J": an id that is neither UTF-8 nor printable
-With --pids it appends its pid to FILE as it starts. It waits on events only (time.sleep fails under libfaketime).
+With --sleep it sleeps 50 ms with time.sleep before it listens and before
+each answer, as a service with a back-off does (time.sleep fails under
+libfaketime 0.9.10: its target asks for "wall_clock": "skewbench"). With
+--pids it appends its pid to FILE as it starts. Otherwise it waits on events
+only.
 """
 import argparse
 import json
@@ -26,6 +31,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -34,9 +40,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--provider", required=True)
-parser.add_argument("--mode", required=True, choices=["drain", "late", "flood", "bytes"])
+parser.add_argument("--mode", required=True, choices=["plain", "drain", "late", "flood", "bytes"])
 parser.add_argument("--delay-ms", type=int, default=0)
 parser.add_argument("--pids")
+parser.add_argument("--sleep", action="store_true")
 ARGS = parser.parse_args()
 
 RECORDS = {}
@@ -104,6 +111,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
         key, order_id = self.headers.get("Idempotency-Key"), str(request["order_id"])
+        if ARGS.sleep:
+            time.sleep(0.05)
         with LOCK:
             replay = key in RECORDS
             RECORDS[key] = order_id
@@ -128,6 +137,8 @@ class Handler(BaseHTTPRequestHandler):
 if ARGS.pids:
     with open(ARGS.pids, "a") as pids:
         pids.write("%d\n" % os.getpid())
+if ARGS.sleep:
+    time.sleep(0.05)
 signal.signal(signal.SIGTERM, on_term)
 server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
 server.daemon_threads = True

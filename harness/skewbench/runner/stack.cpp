@@ -178,8 +178,11 @@ Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_ef
     }
   }
   if (options_.clock_mode == ClockMode::real) {
-    started.clock = std::make_unique<infra::ProcessClock>(work_dir_->path() / (started.name + ".clock"),
-                                                          infra::find_libfaketime(options_.libfaketime));
+    const bool own_library = options_.remote_wall_clock == infra::ClockLibrary::skewbench;
+    started.clock = std::make_unique<infra::ProcessClock>(
+        work_dir_->path() / (started.name + ".clock"),
+        own_library ? infra::find_wallclock_library() : infra::find_libfaketime(options_.libfaketime), 0,
+        options_.remote_wall_clock);
     launch->clock = remote_effect::ClockSource::system;
     for (const auto& [variable, value] : started.clock->environment()) launch->env[variable] = value;
   }

@@ -24,6 +24,7 @@
 #include "infra/in_process.hpp"
 #include "infra/own_wire_remote.hpp"
 #include "infra/ports.hpp"
+#include "infra/process_clock.hpp"
 #include "infra/store_process.hpp"
 #include "remote_effect/launcher.hpp"
 #include "steps/step.hpp"
@@ -137,6 +138,9 @@ struct StackOptions {
   remote_effect::Readiness remote_ready = {};
   std::chrono::milliseconds remote_ready_timeout = std::chrono::seconds(10);
   remote_effect::Stopping remote_stopping = {};
+  // The library that moves each instance's wall clock in real-clock mode (a
+  // target's $.service.wall_clock; docs/real-clocks.md).
+  infra::ClockLibrary remote_wall_clock = infra::ClockLibrary::libfaketime;
 
   Durability durability_or_durable() const { return durability.value_or(Durability::durable); }
   infra::AckLoss ack_loss_or_default() const {

@@ -323,6 +323,14 @@ Target parse_target(const json& document, const fs::path& file) {
   t.service_env = read_env(service, "env");
   t.stopping = read_stopping(service);
   t.ready_timeout = std::chrono::seconds(service.optional_int_within("ready_timeout_s", 1, 600).value_or(10));
+  if (const auto wall_clock = service.optional_string("wall_clock")) {
+    const auto parsed = infra::kClockLibraries.parse(*wall_clock);
+    if (!parsed) {
+      throw InputError("$.service.wall_clock",
+                       "\"" + *wall_clock + "\" is not one of: " + text::join(infra::kClockLibraries.names(), ", "));
+    }
+    t.wall_clock = *parsed;
+  }
   if (t.schema_version >= 2) read_wire(root, service, t);
   service.finish();
   t.store = read_store(root, t.dir);
@@ -433,6 +441,7 @@ void use_target(const Target& target, runner::StackOptions& services) {
   services.remote_ready = target.ready;
   services.remote_ready_timeout = target.ready_timeout;
   services.remote_stopping = target.stopping;
+  services.remote_wall_clock = target.wall_clock;
   services.own_wire = target.own_wire;
   services.sink_operation_id = target.sink_operation_id;
   services.service_ttl_s = target.ttl_s;

@@ -21,6 +21,7 @@
 
 #include "infra/effect_sink.hpp"
 #include "infra/own_wire_remote.hpp"
+#include "infra/process_clock.hpp"
 #include "infra/store_process.hpp"
 #include "remote_effect/launcher.hpp"
 #include "runner/stack.hpp"
@@ -70,6 +71,8 @@ struct Target {
   // How an instance is stopped and restarted ($.service.stop, $.service.restart).
   remote_effect::Stopping stopping;
   std::optional<std::int64_t> ttl_s;
+  // The library that moves each instance's wall clock ($.service.wall_clock).
+  infra::ClockLibrary wall_clock = infra::ClockLibrary::libfaketime;
 
   // What the evidence records of it: name, library, description, file.
   nlohmann::json to_json() const;
