@@ -153,9 +153,9 @@ void require_own_listener(int port, const std::string& what) {
   if (!process_tree::proc_is_own_namespace()) return;
   const auto inodes = process_tree::listening_socket_inodes(port);
   if (inodes.empty()) {
-    throw InfrastructureError(what + " answered on port " + std::to_string(port) +
-                              ", but no socket listens there in this network namespace: what answered is not a "
-                              "process skewbench started");
+    throw InfrastructureError(what + " was ready, but no socket listens on its port " + std::to_string(port) +
+                              " in this network namespace: it does not serve there, or what its readiness check "
+                              "reached is not a process skewbench started");
   }
   std::vector<pid_t> own;
   for (const auto& entry : process_tree::descendants_of(::getpid())) {

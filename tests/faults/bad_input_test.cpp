@@ -95,3 +95,18 @@ TEST_CASE("a hung --remote-url costs the dedupe-mode check --http-timeout, not t
   CHECK(r.exit_code == 3);  // the remote never answered: an infrastructure error
   CHECK(took < std::chrono::seconds(20));
 }
+
+TEST_CASE("explore refuses a budget that is no number, a negative or too large seed and 0 scenarios, exit 2") {
+  TempDir tmp("skewbench-bad-input");
+  const std::string bounds = source_path("scenarios/explore/018-node-local.json");
+  const auto out = (tmp.path() / "out").string();
+  const auto explore = [&](const std::string& flag, const std::string& value) {
+    return run_skewbench({"explore", bounds, "--out", out, flag, value});
+  };
+  check_refused(explore("--budget-s", "nan"), "\"nan\" is not a finite number");
+  check_refused(explore("--budget-s", "inf"), "\"inf\" is not a finite number");
+  check_refused(explore("--seed", "-1"), "\"-1\" is not a whole number");
+  check_refused(explore("--seed", "18446744073709551616"), "is more than 2^64-1");
+  check_refused(explore("--max-scenarios", "0"), "must be at least 1, not 0");
+  CHECK_FALSE(fs::exists(out));
+}

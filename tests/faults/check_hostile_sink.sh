@@ -16,14 +16,16 @@
 # 4. An id of bytes that are not UTF-8 (FF, ESC): an ERROR (exit 3) with
 #    its table and evidence written, the bytes as \xNN in the evidence, no
 #    ESC or CR in the output or RESULT.md, and the folder verifies.
-# 5. A service command that clears LD_PRELOAD never reads the clock
+# 5. A call outside every instance's {sink_url} (its /instance/NAME path
+#    dropped): an ERROR (exit 3) saying so.
+# 6. A service command that clears LD_PRELOAD never reads the clock
 #    skewbench drives: exit 3, an ERROR naming why, no verdict.
-# 6. verify recounts a sink-counted row from its calls: the drain run's
+# 7. verify recounts a sink-counted row from its calls: the drain run's
 #    folder with one applied call deleted (the manifest written again for the
 #    file) does not verify.
-# 7. A Python service that sleeps (time.sleep, before it listens and in each
+# 8. A Python service that sleeps (time.sleep, before it listens and in each
 #    answer) runs under "wall_clock": "skewbench" and gets its verdict: SAFE.
-# 8. No libfaketime shared memory is left behind by the service processes
+# 9. No libfaketime shared memory is left behind by the service processes
 #    skewbench ended, killed by a restart step or stopped at the end.
 set -euo pipefail
 skewbench=${1:?usage: check_hostile_sink.sh SKEWBENCH SOURCE_DIR}
@@ -155,6 +157,15 @@ if code != 3 or evidence["verdict"] != "ERROR" or not any(i and i.endswith("\\xf
 print("ok: an id of bytes that are not UTF-8 is an ERROR with its table and evidence, the bytes written \\xNN")
 PY
 "$skewbench" verify "$scratch/bytes-run" >/dev/null || { echo "FAIL: the bytes run's folder does not verify"; exit 1; }
+
+hostile noprefix noprefix "$rule_body"
+run_hostile noprefix
+if [[ $code -ne 3 ]] || ! grep -q "outside every instance's {sink_url}" "$(evidence_of noprefix)"; then
+  cat "$scratch/noprefix.txt"
+  echo "FAIL: a call outside every instance's {sink_url} exited $code, not 3 naming it"
+  exit 1
+fi
+echo "ok: a call outside every instance's {sink_url} is an ERROR saying so"
 
 prefix="env -u LD_PRELOAD " hostile unclocked late "$rule_body"
 run_hostile unclocked

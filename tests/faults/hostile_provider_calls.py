@@ -16,6 +16,8 @@ What MODE adds:
   late    a replay makes a second charge --delay-ms after it answered
   flood   the first charge is followed by 1,200 calls whose reference is
           20,000 bytes long (each refused or not, it carries on)
+  noprefix the charge goes to /charges at the provider's host, its path
+          ({sink_url}'s /instance/NAME) dropped, as urljoin(url, "/charges") does
   bytes   the charge goes to {provider}/charges/<order_id> followed by the
           bytes FF 1B "[2J": an id that is neither UTF-8 nor printable
 With --sleep it sleeps 50 ms with time.sleep before it listens and before
@@ -40,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--provider", required=True)
-parser.add_argument("--mode", required=True, choices=["plain", "drain", "late", "flood", "bytes"])
+parser.add_argument("--mode", required=True, choices=["plain", "drain", "late", "flood", "noprefix", "bytes"])
 parser.add_argument("--delay-ms", type=int, default=0)
 parser.add_argument("--pids")
 parser.add_argument("--sleep", action="store_true")
@@ -53,7 +55,10 @@ LOCK = threading.Lock()
 
 def call_provider(reference, path="/charges"):
     body = json.dumps({"reference": reference, "amount": 1000}).encode()
-    request = urllib.request.Request(ARGS.provider.rstrip("/") + path, data=body,
+    base = ARGS.provider.rstrip("/")
+    if ARGS.mode == "noprefix":
+        base = urllib.parse.urljoin(ARGS.provider, "/").rstrip("/")
+    request = urllib.request.Request(base + path, data=body,
                                      headers={"Content-Type": "application/json"}, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:

@@ -556,3 +556,27 @@ TEST_CASE("a store is ready once its port accepts a connection and its ready com
                       ContainsSubstring("run_as \"no-such-user-here\": there is no user"));
   }
 }
+
+TEST_CASE("a target whose header, path or placeholder would be sent as written is refused, naming the path") {
+  auto doc = own_wire_target("lib-a");
+  doc["request"]["headers"]["X-Trace"] = "a\r\nX-Injected: 1";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.request.headers.X-Trace: a header value holds a control character"));
+  doc = own_wire_target("lib-a");
+  doc["request"]["headers"]["X Trace"] = "a";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.request.headers: \"X Trace\" is not a header name"));
+  doc = own_wire_target("lib-a");
+  doc["request"]["key_header"] = "Idempotency-Key:\r\nX";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.request.key_header:"));
+  doc = own_wire_target("lib-a");
+  doc["service"]["ready"] = {{"http_get", "/healthz\r\nX-Injected: 1"}};
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.ready.http_get: a path holds a control character"));
+  doc = own_wire_target("lib-a");
+  doc["service"]["command"] = "python3 app.py --port {port} --provider {sink_url --ttl {ttl_s}";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.command: \"{sink_url\" lacks its closing brace"));
+  doc = own_wire_target("lib-a");
+  doc["service"]["command"] = "python3 app.py --port {{port}} --provider {sink_url} --ttl {ttl_s}";
+  CHECK_THAT(refusal(doc), ContainsSubstring("$.service.command: {{port}} doubles its braces: write {port}"));
+  doc = own_wire_target("lib-a");
+  doc["service"]["command"] = "sh -c 'echo ${PORT:-{port}} {a,b}' --provider {sink_url} --ttl {ttl_s}";
+  CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
+}

@@ -1,7 +1,9 @@
 // skewbench: runs clock-skew replay scenarios against a real PostgreSQL outbox
 // and a real remote-effect service, and writes evidence.
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -22,6 +24,36 @@
 namespace {
 
 namespace cli = skewbench::cli;
+
+// A number that is not NaN or infinite: CLI11's Range lets NaN through, as no
+// comparison with it is true.
+const CLI::Validator kFiniteNumber(
+    [](const std::string& text) -> std::string {
+      try {
+        std::size_t used = 0;
+        const double value = std::stod(text, &used);
+        if (used == text.size() && std::isfinite(value)) return {};
+      } catch (const std::exception&) {
+      }
+      return "\"" + text + "\" is not a finite number";
+    },
+    "FINITE");
+
+// Digits only (no sign, so that CLI11 cannot read "-1" as 2^64-1), and at
+// least 1 when `zero_allowed` is false.
+CLI::Validator whole_number(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](const std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits) return "\"" + text + "\" is not a whole number of digits (0 or more, no sign)";
+        if (!zero_allowed && text.find_first_not_of('0') == std::string::npos) return "must be at least 1, not 0";
+        errno = 0;
+        std::strtoull(text.c_str(), nullptr, 10);
+        if (errno == ERANGE) return text + " is more than 2^64-1";
+        return {};
+      },
+      zero_allowed ? "UINT" : "UINT>=1");
+}
 using skewbench::cli::OutputFormat;
 
 constexpr const char* kCommands[] = {"run",    "validate", "sweep",   "merge",  "compare",
@@ -332,12 +364,18 @@ CLI::App* add_explore(CLI::App& app, cli::ExploreArgs& explore) {
   command->add_option("bounds", explore.bounds_path,
                       "bounds file (see docs/explore.md); with --target, scenarios/explore/target.json when absent");
   command->add_option("--out", explore.out_dir, "folder for explore.json and the findings")->required();
-  command->add_option("--seed", explore.seed,
-                      "the seed (default: a fresh one, printed); the same seed, bounds "
-                      "and --max-scenarios give the same scenarios and results");
+  command
+      ->add_option("--seed", explore.seed,
+                   "the seed, 0 to 2^64-1 (default: a fresh one, printed); the same seed, bounds "
+                   "and --max-scenarios give the same scenarios and results")
+      ->check(whole_number(true));
   command->add_option("--budget-s", explore.budget_s, "seconds to generate scenarios for (default 60)")
+      ->check(kFiniteNumber)
       ->check(CLI::Range(0.0, 86400.0));
-  command->add_option("--max-scenarios", explore.max_scenarios, "stop after this many scenarios (default: none)");
+  command
+      ->add_option("--max-scenarios", explore.max_scenarios,
+                   "stop after this many scenarios, at least 1 (default: only --budget-s ends it)")
+      ->check(whole_number(false));
   command
       ->add_option_function<std::string>(
           "--engine", [&explore](const std::string& name) { explore.engine = *skewbench::infra::kEngines.parse(name); },

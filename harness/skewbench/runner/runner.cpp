@@ -305,8 +305,14 @@ void ScenarioRunner::check_sink_calls(std::size_t first, const ScenarioResult& r
   const auto calls = options_.effect_sink->calls();
   for (auto i = first; i < calls.size(); ++i) {
     const auto& call = calls[i];
+    if (!call.instance) {
+      throw InfrastructureError("the effect sink got call " + std::to_string(call.sequence) + " (" + call.method + " " +
+                                text::short_prefix(call.path) +
+                                ") outside every instance's {sink_url} (no /instance/NAME prefix): the service "
+                                "must append its path to {sink_url} as given, so that each call names its instance");
+    }
     if (call.operation_id == result.operation_id) continue;
-    const auto from = call.instance ? " from " + *call.instance : std::string(" to no instance's URL");
+    const auto from = " from " + *call.instance;
     std::string whose = "with no operation id where the target's $.sink.operation_id says it is";
     if (call.operation_id) {
       const auto earlier = counted_operations_.find(*call.operation_id);

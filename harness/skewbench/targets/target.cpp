@@ -1,6 +1,7 @@
 #include "targets/target.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <regex>
 
@@ -29,12 +30,54 @@ std::map<std::string, std::string> read_env(ObjectReader& parent, std::string_vi
   return out;
 }
 
+// A known placeholder written wrong ("{sink_url" with no closing brace,
+// "{{port}}" with doubled ones) would reach the service as written: refused.
+void check_placeholder_spelling(std::string_view text, std::string_view known, const std::string& path) {
+  const auto stem = known.substr(0, known.size() - 1);  // "{sink_url"
+  for (auto at = text.find(stem); at != std::string_view::npos; at = text.find(stem, at + 1)) {
+    const auto after = at + stem.size();
+    if (after < text.size() && text[after] == '}') {
+      if (at > 0 && text[at - 1] == '{' && after + 1 < text.size() && text[after + 1] == '}') {
+        throw InputError(path, "{" + std::string(known) + "} doubles its braces: write " + std::string(known));
+      }
+      continue;
+    }
+    if (after < text.size() && text::placeholder_name_char(text[after], false)) continue;  // another name
+    throw InputError(path, "\"" + std::string(stem) + "\" lacks its closing brace: write " + std::string(known));
+  }
+}
+
 void check_placeholders(std::string_view text, const std::vector<std::string_view>& known, const std::string& path) {
+  for (const auto name : known) check_placeholder_spelling(text, name, path);
   for (const auto& name : text::placeholders_in(text)) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       throw InputError(path, name + " is not a placeholder here (it may hold " +
                                  text::join(std::vector<std::string>(known.begin(), known.end()), ", ") + ")");
     }
+  }
+}
+
+// A header name is an RFC 9110 token; anything else would be sent as written.
+void check_header_name(const std::string& name, const std::string& path) {
+  static constexpr std::string_view kTokenMarks = "!#$%&'*+-.^_`|~";
+  const auto token_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || kTokenMarks.find(c) != std::string_view::npos;
+  };
+  if (name.empty() || !std::all_of(name.begin(), name.end(), token_char)) {
+    throw InputError(
+        path, "\"" + text::short_prefix(name) + "\" is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)");
+  }
+}
+
+// A header value or a request path with a control character (CR, LF, NUL)
+// would end the line it is in and write another: refused.
+void check_no_control(const std::string& value, const std::string& path, const std::string& what) {
+  const auto control = [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && c != '\t') || byte == 0x7f;
+  };
+  if (std::any_of(value.begin(), value.end(), control)) {
+    throw InputError(path, what + " holds a control character (CR, LF, NUL...): \"" + text::short_prefix(value) + "\"");
   }
 }
 
@@ -163,6 +206,8 @@ remote_effect::Readiness read_ready(ObjectReader& service) {
   if (spec->size() != 1) throw InputError("$.service.ready", "holds exactly one of http_get, tcp_port, log_line");
   if (const auto path = reader.optional_string("http_get")) {
     if (!path->starts_with('/')) throw InputError("$.service.ready.http_get", "a path starts with '/'");
+    check_no_control(*path, "$.service.ready.http_get", "a path");
+    if (path->find(' ') != std::string::npos) throw InputError("$.service.ready.http_get", "a path holds no space");
     ready = {.kind = remote_effect::Readiness::Kind::http_get, .value = *path};
   } else if (const auto line = reader.optional_string("log_line")) {
     if (line->empty()) throw InputError("$.service.ready.log_line", "is empty");
@@ -251,8 +296,13 @@ infra::OwnWire read_own_wire(ObjectReader& root, const std::string& name) {
   }
   wire.path = read_template(request.require_string("path"), "$.request.path");
   if (!wire.path.starts_with('/')) throw InputError("$.request.path", "a path starts with '/'");
+  check_no_control(wire.path, "$.request.path", "a path");
+  if (wire.path.find(' ') != std::string::npos) throw InputError("$.request.path", "a path holds no space");
   wire.key_header = request.optional_string("key_header").value_or("Idempotency-Key");
+  check_header_name(wire.key_header, "$.request.key_header");
   for (const auto& [header, value] : read_env(request, "headers")) {
+    check_header_name(header, "$.request.headers");
+    check_no_control(value, "$.request.headers." + header, "a header value");
     wire.headers.emplace_back(header, read_template(value, "$.request.headers." + header));
   }
   wire.body = request.has("body") ? read_template(request.require("body"), "$.request.body") : std::string();
