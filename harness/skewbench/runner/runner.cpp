@@ -254,19 +254,7 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
       result.error = *result.error + "; then, stopping the service: " + settle_error.what();
     }
   }
-  if (options_.effect_sink) {
-    result.effect_sink_calls = json::array();
-    const auto calls = options_.effect_sink->calls();
-    for (auto i = first_sink_call; i < calls.size(); ++i) result.effect_sink_calls.push_back(calls[i].to_json());
-    sink_calls_seen_ = calls.size();
-    counted_operations_.emplace(result.operation_id, s.id);
-    if (const auto refused = options_.effect_sink->refused_in_window(); refused > 0) {
-      fail_with(result, "the service called the effect sink more than " + std::to_string(infra::kMaxCallsPerWindow) +
-                            " times in this scenario: the sink recorded the first " +
-                            std::to_string(infra::kMaxCallsPerWindow) + " and refused " + std::to_string(refused) +
-                            " more (answered 503, not applied), so its count is no measurement");
-    }
-  }
+  if (options_.effect_sink) record_sink_calls(s, first_sink_call, result);
   bool all_pass = !result.error.has_value();
   if (options_.evaluate_expectations) {
     for (const auto& expectation : s.expectations) {
@@ -295,6 +283,20 @@ void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& co
   settle_sink_callers();
   result.final_measurement = measure_final(instances.first(), outbox_, context, context.reference_time(last_at_s));
   result.verdict = compute_verdict(result.final_measurement, result.timeline);
+}
+
+void ScenarioRunner::record_sink_calls(const scenario::Scenario& s, std::size_t first, ScenarioResult& result) {
+  result.effect_sink_calls = json::array();
+  const auto calls = options_.effect_sink->calls();
+  for (auto i = first; i < calls.size(); ++i) result.effect_sink_calls.push_back(calls[i].to_json());
+  sink_calls_seen_ = calls.size();
+  counted_operations_.emplace(result.operation_id, s.id);
+  if (const auto refused = options_.effect_sink->refused_in_window(); refused > 0) {
+    fail_with(result, "the service called the effect sink more than " + std::to_string(infra::kMaxCallsPerWindow) +
+                          " times in this scenario: the sink recorded the first " +
+                          std::to_string(infra::kMaxCallsPerWindow) + " and refused " + std::to_string(refused) +
+                          " more (answered 503, not applied), so its count is no measurement");
+  }
 }
 
 void ScenarioRunner::settle_sink_callers() {

@@ -148,6 +148,9 @@ class ScenarioRunner {
   // Throws InfrastructureError naming the first call to the effect sink since
   // call `first` that is not for the scenario's operation.
   void check_sink_calls(std::size_t first, const ScenarioResult& result) const;
+  // The sink's calls since call `first` into the result's evidence, the
+  // scenario an ERROR when the sink refused calls past its window.
+  void record_sink_calls(const scenario::Scenario& scenario, std::size_t first, ScenarioResult& result);
   // With an effect sink: stops the service's instances (ServiceInstances::
   // settle) so that every call they make after their answers is counted.
   void settle_sink_callers();
