@@ -8,6 +8,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "common/digest.hpp"
 #include "common/subprocess.hpp"
 #include "explore/confirm.hpp"
 #include "support/cli.hpp"
@@ -27,6 +28,31 @@ CommandResult explore_cli(const std::string& bounds, const fs::path& out, std::v
   std::vector<std::string> args = {"explore", bounds, "--out", out.string()};
   args.insert(args.end(), more.begin(), more.end());
   return run_skewbench(args);
+}
+
+// The folder with its findings taken out, explore.json saying it broke
+// nothing, and the manifest written again for what is left: a forgery that
+// agrees with its manifest, which only the counts can give away.
+void remove_findings(const fs::path& out) {
+  auto summary = read_json(out / "explore.json");
+  summary["findings"] = json::array();
+  summary["scenarios_breaking"] = 0;
+  const auto text = summary.dump(2) + "\n";
+  write_file_atomically(out / "explore.json", text);
+  fs::remove_all(out / "findings");
+  auto manifest = read_json(out / "manifest.json");
+  json kept = json::array();
+  for (auto entry : manifest["files"]) {
+    const auto path = entry["path"].get<std::string>();
+    if (path.rfind("findings/", 0) == 0) continue;
+    if (path == "explore.json") {
+      entry["bytes"] = text.size();
+      entry["sha256"] = sha256_hex(text);
+    }
+    kept.push_back(entry);
+  }
+  manifest["files"] = kept;
+  write_file_atomically(out / "manifest.json", manifest.dump(2) + "\n");
 }
 
 }  // namespace
@@ -97,6 +123,14 @@ TEST_CASE("explore finds node-local expiry's duplicate, shrinks it, confirms it 
   CHECK(again_summary.at("findings")[0].at("confirmed_on_real_stack").is_null());
   CHECK(read_json(again_out / again_summary.at("findings")[0].at("scenario_file").get<std::string>()) ==
         read_json(scenario_file));
+
+  // verify holds explore.json's counts to each other: its findings taken out
+  // and the manifest written again, its CONFLICT verdicts still count breaches.
+  remove_findings(again_out);
+  const auto forged = run_skewbench({"verify", again_out.string()});
+  INFO(forged.output);
+  CHECK(forged.exit_code == 1);
+  CHECK_THAT(forged.output, ContainsSubstring("each a breach of at_most_one_effect, but $.scenarios_breaking says 0"));
 }
 
 TEST_CASE("explore under a declared authority finds nothing, exit 0") {

@@ -1,6 +1,8 @@
 // skewbench explore as a library: bounds files, generation from a seed,
 // invariants and shrinking, on the in-process engine.
 
+#include <atomic>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -290,4 +292,24 @@ TEST_CASE("explore: breaches that shrink to other nodes or step kinds are findin
   }
   CHECK(two_nodes);
   CHECK(counted == outcome.breaking);
+}
+
+TEST_CASE("explore: Ctrl-C while a finding is shrunk keeps the scenario that broke it, unshrunk, and its count") {
+  std::atomic<bool> stop{false};
+  auto settings = seeded(1, 2000);
+  settings.interrupted = &stop;
+  // The flag goes up as the first breach starts to shrink, as a Ctrl-C then would.
+  const auto outcome = run_explore(shipped("018-node-local.json"), settings, [&](const std::string& line) {
+    if (line.find("; shrinking") != std::string::npos) stop = true;
+  });
+  CHECK(outcome.stopped_by == "interrupted");
+  CHECK(outcome.breaking == 1);
+  REQUIRE(outcome.findings.size() == 1);
+  const auto& finding = outcome.findings[0];
+  CHECK(finding.occurrences == 1);
+  CHECK(finding.shrinks == 0);
+  CHECK(finding.minimal.at("steps").size() == finding.found_steps);
+  CHECK_THAT(finding.minimal.at("description").get<std::string>(), ContainsSubstring("Not shrunk"));
+  CHECK(finding.evidence.at("verdict") == "CONFLICT");
+  CHECK(finding.why == finding.found_why);
 }

@@ -1,5 +1,6 @@
 #include "artifacts/verify.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -55,6 +56,8 @@ class Checker {
   void check_row(std::size_t i, const json& row, std::map<std::string, json>& row_by_id);
   void check_sweep();
   void check_explore();
+  // explore.json's counts against each other and its findings.
+  void check_explore_counts(const json& summary);
   // A finding's evidence file: its schema, counts and core digest, and that
   // it is the evidence of the scenario `scenario` (null: unread).
   void check_finding_evidence(const std::string& file, const json& scenario);
@@ -254,9 +257,52 @@ void Checker::check_finding_evidence(const std::string& file, const json& scenar
 // explore.json and each finding it names: its minimal scenario (a scenario
 // file), its evidence and, when it was run on the real stack, that evidence;
 // nothing under findings/ that no finding names.
+void Checker::check_explore_counts(const json& summary) {
+  const auto tried = summary["scenarios_tried"].get<std::uint64_t>();
+  const auto breaking = summary["scenarios_breaking"].get<std::uint64_t>();
+  std::uint64_t verdicts = 0;
+  for (const auto& [verdict, count] : summary["verdicts"].items()) verdicts += count.get<std::uint64_t>();
+  if (verdicts != tried) {
+    problem("explore.json", "$.verdicts count " + std::to_string(verdicts) + " scenarios, $.scenarios_tried says " +
+                                std::to_string(tried));
+  }
+  std::uint64_t occurrences = 0;
+  for (const auto& finding : summary["findings"]) {
+    occurrences += finding["occurrences"].get<std::uint64_t>();
+    if (finding["found_at_scenario"].get<std::uint64_t>() > tried) {
+      problem("explore.json", "a finding was found at scenario " + finding["found_at_scenario"].dump() + " of " +
+                                  std::to_string(tried) + " tried");
+    }
+  }
+  if (occurrences != breaking) {
+    problem("explore.json", "its findings count " + std::to_string(occurrences) +
+                                " breaking scenarios, $.scenarios_breaking says " + std::to_string(breaking));
+  }
+  // Every CONFLICT breaks at_most_one_effect where it holds for every policy
+  // the bounds draw from.
+  const auto& bounds = summary["bounds"];
+  const auto covers_every_policy = [&](const json& invariant) {
+    const auto& held = invariant["policies"];
+    return held.empty() || std::all_of(bounds["policies"].begin(), bounds["policies"].end(), [&](const json& policy) {
+             return std::find(held.begin(), held.end(), policy) != held.end();
+           });
+  };
+  const bool every_conflict_breaks =
+      std::any_of(bounds["invariants"].begin(), bounds["invariants"].end(), [&](const json& invariant) {
+        return invariant["check"] == "at_most_one_effect" && covers_every_policy(invariant);
+      });
+  const auto conflicts = summary["verdicts"].value("CONFLICT", std::uint64_t{0});
+  if (every_conflict_breaks && conflicts > breaking) {
+    problem("explore.json", "$.verdicts counts " + std::to_string(conflicts) +
+                                " CONFLICT, each a breach of at_most_one_effect, but $.scenarios_breaking says " +
+                                std::to_string(breaking));
+  }
+}
+
 void Checker::check_explore() {
   const auto summary = document("explore.json", "explore");
   if (!summary) return;
+  check_explore_counts(*summary);
   std::set<std::string> named;
   const auto& findings = (*summary)["findings"];
   for (std::size_t i = 0; i < findings.size(); ++i) {

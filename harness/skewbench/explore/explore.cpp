@@ -158,25 +158,53 @@ class Explorer {
       log_("scenario " + std::to_string(number) + " breaks " + bounds_.invariants[finding.invariant].name() + ": " +
            finding.found_why + "; shrinking");
     }
-    shrink(shrinkable, number, finding);
+    shrink(shrinkable, number, finding, ran);
     outcome_.findings.push_back(std::move(finding));
+  }
+
+  bool interrupted() const { return settings_.interrupted && settings_.interrupted->load(); }
+
+  // Ctrl-C while shrinking: the finding keeps the scenario that broke the
+  // invariant, unshrunk, with the evidence of its run.
+  void keep_unshrunk(const rc::Shrinkable<Draft>& shrinkable, std::uint64_t number, Finding& finding,
+                     const Ran& found) {
+    const auto& invariant = bounds_.invariants[finding.invariant];
+    auto document = scenario_document(
+        bounds_, shrinkable.value(), scenario_id(number),
+        description(bounds_, settings_.seed, number) + " Not shrunk: explore was interrupted while it shrank it.");
+    document["expect"] = minimal_expectations(invariant);
+    finding.shrinks = 0;
+    finding.shape = shape_of(bounds_, shrinkable.value());
+    finding.minimal = std::move(document);
+    finding.why = found.breach->why;
+    finding.evidence = evidence::scenario_evidence(found.scenario, found.result, engine_.environment());
+    if (log_) log_("interrupted while shrinking scenario " + std::to_string(number) + "; it is kept unshrunk");
   }
 
   // RapidCheck's search: take the first shrink that still breaks the same
   // invariant under the same policy, and start again from it, until none does.
-  void shrink(const rc::Shrinkable<Draft>& shrinkable, std::uint64_t number, Finding& finding) {
+  void shrink(const rc::Shrinkable<Draft>& shrinkable, std::uint64_t number, Finding& finding, const Ran& found) {
     const auto started = Clock::now();
     const auto id = scenario_id(number) + "-minimal";
     const auto text = description(bounds_, settings_.seed, number);
     const auto breaks = [&](const Draft& draft) {
       ++finding.shrink_runs;
-      if (policy_name(bounds_, draft) != finding.policy) return false;
-      // An id of its own: a real service keeps what each scenario left.
-      const auto ran = engine_.run(scenario_document(
-          bounds_, draft, scenario_id(number) + "-shrink-" + std::to_string(finding.shrink_runs), text));
-      return ran.breach && ran.breach->invariant == finding.invariant;
+      if (interrupted() || policy_name(bounds_, draft) != finding.policy) return false;
+      try {
+        // An id of its own: a real service keeps what each scenario left.
+        const auto ran = engine_.run(scenario_document(
+            bounds_, draft, scenario_id(number) + "-shrink-" + std::to_string(finding.shrink_runs), text));
+        return ran.breach && ran.breach->invariant == finding.invariant;
+      } catch (const Interrupted&) {
+        return false;
+      }
     };
     const auto [minimal, shrinks] = rc::shrinkable::findLocalMin(shrinkable, breaks);
+    if (interrupted()) {
+      keep_unshrunk(shrinkable, number, finding, found);
+      shrinking_s_ += std::chrono::duration<double>(Clock::now() - started).count();
+      return;
+    }
     finding.shrinks = shrinks;
     finding.shape = shape_of(bounds_, minimal);
     const auto& invariant = bounds_.invariants[finding.invariant];
@@ -294,11 +322,22 @@ json explore_summary(const Bounds& bounds, const ExploreSettings& settings, cons
                    "run there)"
                  : "the scenarios ran on the real engine, on the services named under target (null: PostgreSQL and "
                    "remote-effect); each finding was found and shrunk there, so confirmed_on_real_stack is null";
+  json policies = json::array();
+  for (const auto& policy : bounds.policies) policies.push_back(policy.value("name", ""));
+  json invariants = json::array();
+  for (const auto& invariant : bounds.invariants) {
+    invariants.push_back({{"check", invariant.name()}, {"policies", invariant.policies}});
+  }
   return {{"schema_version", "skewbench-explore/1"},
           {"engine", to_string(outcome.engine)},
           {"target", outcome.target},
           {"seed", settings.seed},
-          {"bounds", {{"id", bounds.id}, {"file", bounds.source}, {"digest", bounds.digest}}},
+          {"bounds",
+           {{"id", bounds.id},
+            {"file", bounds.source},
+            {"digest", bounds.digest},
+            {"policies", policies},
+            {"invariants", invariants}}},
           {"max_scenarios", settings.max_scenarios},
           {"budget_s", settings.budget_s},
           {"stopped_by", outcome.stopped_by},
