@@ -313,3 +313,12 @@ TEST_CASE("explore: Ctrl-C while a finding is shrunk keeps the scenario that bro
   CHECK(finding.evidence.at("verdict") == "CONFLICT");
   CHECK(finding.why == finding.found_why);
 }
+
+TEST_CASE("explore: bounds whose largest scenario is no valid one are refused before anything runs") {
+  auto document = minimal_bounds();
+  document["step_gap_s"] = {{"min", 0}, {"max", 900'000'000'000'000}};
+  CHECK_THAT(refused_at(document), ContainsSubstring("$.policies[0]: this policy makes an invalid scenario at its "
+                                                     "largest ($.steps[2].at_s"));
+  document["step_gap_s"] = {{"min", 0}, {"max", 200'000'000'000'000}};  // 4 gaps at most
+  CHECK(refused_at(document) == "(accepted)");
+}

@@ -245,18 +245,39 @@ json sample_document(const Bounds& bounds, std::size_t p) {
   return scenario_document(bounds, draft, "explore-check", "a check of the bounds");
 }
 
+// The largest scenario of policy `p` the bounds can draw: every step, each
+// gap, the TTL and the offsets at their range's end.
+json extreme_document(const Bounds& bounds, std::size_t p) {
+  Draft draft;
+  draft.policy = p;
+  draft.ttl_s = bounds.ttl_s.max_s;
+  draft.first_node_offset_s = bounds.clock_offset_s.max_s;
+  draft.other_node_offsets_s.assign(bounds.max_nodes - 1, bounds.clock_offset_s.min_s);
+  draft.post_at_s = bounds.step_gap_s.max_s;
+  for (std::size_t i = 0; i < bounds.max_steps && !bounds.step_kinds.empty(); ++i) {
+    draft.steps.push_back({.kind = i % bounds.step_kinds.size(),
+                           .gap_s = bounds.step_gap_s.max_s,
+                           .offset_s = bounds.clock_offset_s.max_s});
+  }
+  return scenario_document(bounds, draft, "explore-check", "a check of the bounds");
+}
+
 }  // namespace
 
 void check_bounds(const Bounds& bounds) {
   for (std::size_t p = 0; p < bounds.policies.size(); ++p) {
-    try {
-      scenario::parse_scenario(sample_document(bounds, p), "bounds");
-    } catch (const InputError& e) {
-      throw InputError(index_path("$.policies", p),
-                       "this policy makes no valid scenario (" + e.json_path() + ": " + e.message() + ")");
-    } catch (const scenario::ScenarioFileError& e) {
-      throw InputError(index_path("$.policies", p),
-                       "this policy makes no valid scenario (" + e.json_path() + ": " + std::string(e.what()) + ")");
+    for (const auto& [document, which] :
+         {std::pair{sample_document(bounds, p), "no valid scenario"},
+          std::pair{extreme_document(bounds, p), "an invalid scenario at its largest"}}) {
+      try {
+        scenario::parse_scenario(document, "bounds");
+      } catch (const InputError& e) {
+        throw InputError(index_path("$.policies", p),
+                         std::string("this policy makes ") + which + " (" + e.json_path() + ": " + e.message() + ")");
+      } catch (const scenario::ScenarioFileError& e) {
+        throw InputError(index_path("$.policies", p), std::string("this policy makes ") + which + " (" + e.json_path() +
+                                                          ": " + std::string(e.what()) + ")");
+      }
     }
   }
 }
