@@ -310,6 +310,26 @@ std::string finding_folder(const Bounds& bounds, const Finding& finding, std::si
   return "findings/" + std::to_string(index) + "-" + bounds.invariants[finding.invariant].name() + "-" + finding.policy;
 }
 
+namespace {
+
+// The bounds as explore.json names them: id, file, digest, the policies'
+// names and the invariants, each with the policies it holds for.
+json bounds_summary(const Bounds& bounds) {
+  json policies = json::array();
+  for (const auto& policy : bounds.policies) policies.push_back(policy.value("name", ""));
+  json invariants = json::array();
+  for (const auto& invariant : bounds.invariants) {
+    invariants.push_back({{"check", invariant.name()}, {"policies", invariant.policies}});
+  }
+  return {{"id", bounds.id},
+          {"file", bounds.source},
+          {"digest", bounds.digest},
+          {"policies", policies},
+          {"invariants", invariants}};
+}
+
+}  // namespace
+
 json explore_summary(const Bounds& bounds, const ExploreSettings& settings, const ExploreOutcome& outcome) {
   json findings = json::array();
   for (std::size_t i = 0; i < outcome.findings.size(); ++i) {
@@ -343,22 +363,11 @@ json explore_summary(const Bounds& bounds, const ExploreSettings& settings, cons
                    "run there)"
                  : "the scenarios ran on the real engine, on the services named under target (null: PostgreSQL and "
                    "remote-effect); each finding was found and shrunk there, so confirmed_on_real_stack is null";
-  json policies = json::array();
-  for (const auto& policy : bounds.policies) policies.push_back(policy.value("name", ""));
-  json invariants = json::array();
-  for (const auto& invariant : bounds.invariants) {
-    invariants.push_back({{"check", invariant.name()}, {"policies", invariant.policies}});
-  }
   return {{"schema_version", "skewbench-explore/1"},
           {"engine", to_string(outcome.engine)},
           {"target", outcome.target},
           {"seed", settings.seed},
-          {"bounds",
-           {{"id", bounds.id},
-            {"file", bounds.source},
-            {"digest", bounds.digest},
-            {"policies", policies},
-            {"invariants", invariants}}},
+          {"bounds", bounds_summary(bounds)},
           {"max_scenarios", settings.max_scenarios},
           {"budget_s", settings.budget_s},
           {"stopped_by", outcome.stopped_by},
