@@ -579,4 +579,10 @@ TEST_CASE("a target whose header, path or placeholder would be sent as written i
   doc = own_wire_target("lib-a");
   doc["service"]["command"] = "sh -c 'echo ${PORT:-{port}} {a,b}' --provider {sink_url} --ttl {ttl_s}";
   CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
+  doc = own_wire_target("lib-a");
+  doc["service"]["wall_clock"] = "faketime";
+  CHECK_THAT(refusal(doc),
+             ContainsSubstring("$.service.wall_clock: \"faketime\" is not one of: libfaketime, skewbench"));
+  doc["service"]["wall_clock"] = "skewbench";
+  CHECK_THAT(refusal(doc), ContainsSubstring("(accepted)"));
 }
