@@ -239,13 +239,15 @@ bool EffectSink::hold_locked(std::unique_lock<std::mutex>& lock, std::size_t ind
 
 bool EffectSink::wait_quiet(std::chrono::milliseconds quiet, std::chrono::milliseconds at_most) {
   std::unique_lock lock(mutex_);
-  // Rounds of `quiet`, each ended early by a call; a round with none is quiet.
-  const auto rounds = std::max<std::int64_t>(1, at_most.count() / std::max<std::int64_t>(1, quiet.count()));
-  for (std::int64_t round = 0; round < rounds && !stopping_; ++round) {
+  // A wait of `quiet` that a call ends early starts again, until the deadline:
+  // a bound on waiting, not a time any decision reads.
+  const auto deadline = std::chrono::steady_clock::now() + at_most;
+  while (!stopping_) {
     const auto seen = calls_.size() + refused_in_window_;
     if (!changed_.wait_for(lock, quiet, [&] { return stopping_ || calls_.size() + refused_in_window_ != seen; })) {
       return true;
     }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
   }
   return false;
 }
