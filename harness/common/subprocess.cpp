@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/errors.hpp"
+#include "common/loopback_port.hpp"
 #include "common/process_tree.hpp"
 
 namespace skewbench {
@@ -157,16 +158,25 @@ void require_own_listener(int port, const std::string& what) {
                               " in this network namespace: it does not serve there, or what its readiness check "
                               "reached is not a process skewbench started");
   }
+  if (const auto holder = foreign_listener(port)) {
+    throw PortTaken("port " + std::to_string(port) + ", where " + what + " should listen, is held by " + *holder +
+                    ", which skewbench did not start: what answers there is not " + what + " it started");
+  }
+}
+
+std::optional<std::string> foreign_listener(int port) {
+  if (!process_tree::proc_is_own_namespace()) return std::nullopt;
+  const auto inodes = process_tree::listening_socket_inodes(port);
+  if (inodes.empty()) return std::nullopt;
   std::vector<pid_t> own;
   for (const auto& entry : process_tree::descendants_of(::getpid())) {
     if (!entry.zombie) own.push_back(entry.pid);
   }
   for (const auto inode : inodes) {
     if (!own.empty() && !process_tree::holders_of_socket(inode, own).empty()) continue;
-    throw InfrastructureError("port " + std::to_string(port) + ", where " + what + " should listen, is held by " +
-                              holder_names(process_tree::holders_of_socket(inode, {})) +
-                              ", which skewbench did not start: what answers there is not " + what + " it started");
+    return holder_names(process_tree::holders_of_socket(inode, {}));
   }
+  return std::nullopt;
 }
 
 RunAs RunAs::user(const std::string& name) {

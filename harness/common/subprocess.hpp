@@ -65,7 +65,13 @@ std::size_t end_descendants(std::chrono::milliseconds grace);
 // service"), the port, and each other holder's pid and command line. Called
 // once a started process is ready, so that skewbench never grades a service
 // it did not start. Checks nothing when /proc is not of this pid namespace.
+// The exception for a foreign holder is PortTaken (common/loopback_port.hpp).
 void require_own_listener(int port, const std::string& what);
+
+// The pids and command lines of the processes holding a socket listening on
+// `port` when one of them is not a descendant of this process; nullopt when
+// none is (or /proc is not of this pid namespace).
+std::optional<std::string> foreign_listener(int port);
 
 // Runs argv to completion and returns its exit code and output. The command
 // is killed (SIGKILL) if this process dies first, so that an initdb or a

@@ -11,7 +11,6 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,7 +18,9 @@
 #include "common/errors.hpp"
 #include "common/http_exchange.hpp"
 #include "common/json_reader.hpp"
+#include "common/loopback_port.hpp"
 #include "common/stop_request.hpp"
+#include "common/subprocess.hpp"
 #include "common/text.hpp"
 
 namespace skewbench::remote_effect {
@@ -241,34 +242,17 @@ std::string expand_command(const std::string& command, const LaunchOptions& opti
   return text::expand_placeholders(command, values, false);
 }
 
-int free_port(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(connect_host(host).c_str(), "0", &hints, &found) != 0 || found == nullptr) {
-    throw std::runtime_error("cannot find a free port: " + host + " is not a numeric address");
-  }
-  const int fd = ::socket(found->ai_family, SOCK_STREAM, 0);
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0) {
-    sockaddr_storage bound{};
-    socklen_t length = sizeof(bound);
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
-      port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    }
-  }
-  if (fd >= 0) ::close(fd);
-  ::freeaddrinfo(found);
-  if (port <= 0) throw std::runtime_error("cannot find a free port on " + host);
-  return port;
-}
-
 RemoteEffectProcess::RemoteEffectProcess(LaunchOptions options) : options_(std::move(options)) { start(options_.port); }
 
 void RemoteEffectProcess::start_command(int port) {
-  if (port == 0) port = free_port(options_.host);
+  if (port != 0) return start_command_on(port);
+  // A port skewbench chooses may be taken before the service binds it: the
+  // service then starts again on another one.
+  start_on_free_port([&] { return free_port(options_.host); }, [&](int chosen) { start_command_on(chosen); },
+                     ports_given_up_);
+}
+
+void RemoteEffectProcess::start_command_on(int port) {
   const auto log_offset = file_size_or_zero(options_.stderr_path);
   Subprocess::Options process_options;
   process_options.stderr_path = options_.stderr_path;
@@ -297,8 +281,12 @@ void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std:
   std::string why(kNothingAnswered);
   const auto exited = [&] {
     if (const auto code = process.wait_for_exit(std::chrono::milliseconds(0))) {
-      throw std::runtime_error("the service command exited with code " + std::to_string(*code) +
-                               " before it was ready: " + log_since(options_.stderr_path, log_offset));
+      const auto words = log_since(options_.stderr_path, log_offset);
+      const auto what = "the service command exited with code " + std::to_string(*code) + " before it was ready";
+      if (port_in_use(options_.host, port) || says_address_in_use(words)) {
+        throw PortTaken(what + ", with its port " + std::to_string(port) + " in use by another process: " + words);
+      }
+      throw std::runtime_error(what + ": " + words);
     }
   };
   const auto give_up = [&] {
@@ -341,6 +329,11 @@ void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std:
     throw;
   }
   give_up();
+  if (const auto holder = foreign_listener(port)) {
+    throw PortTaken("the service command was not ready within " + std::to_string(options_.ready_timeout.count()) +
+                    " ms, and its port " + std::to_string(port) + " is held by " + *holder +
+                    ", which skewbench did not start");
+  }
   throw std::runtime_error("the service command was not ready within " +
                            std::to_string(options_.ready_timeout.count()) + " ms (" + why +
                            "): " + log_since(options_.stderr_path, log_offset));

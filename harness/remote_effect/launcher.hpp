@@ -69,8 +69,11 @@ struct LaunchOptions {
   // goes to stderr_path with its stderr. It is ready when GET /health answers
   // 200 with "status": "ok", where it reports an idempotency_mode the one asked
   // for, and after a restart a boot_id of its own (where it reports one).
-  // `port` 0 picks a free one, kept across restarts; a service that listens
-  // on a fixed port is given that port. Signals go to its process group; a
+  // `port` 0 picks a free one (common/loopback_port.hpp), kept across
+  // restarts; when the service exits before it is ready with that port in
+  // use by another process, or another process holds it, it is started again
+  // on another one, at most kPortAttempts times (ports_given_up() says why).
+  // A service that listens on a fixed port is given that port. Signals go to its process group; a
   // restart is a SIGKILL, as a container is removed, unless `stopping` says
   // it is graceful.
   std::optional<std::string> command;
@@ -106,10 +109,6 @@ inline constexpr std::string_view kCommandPlaceholders[] = {"{port}", "{state_db
 // naming a "{...}" that is not one of kCommandPlaceholders.
 std::string expand_command(const std::string& command, const LaunchOptions& options, int port);
 
-// A free TCP port on host (bound, read and released: a service started on it
-// next is very likely to get it).
-int free_port(const std::string& host);
-
 // One running remote-effect process. The destructor stops it (SIGTERM, then
 // SIGKILL after a grace period). The child is also sent SIGKILL when the
 // thread that started it exits (PR_SET_PDEATHSIG in Subprocess), so start it,
@@ -132,6 +131,9 @@ class RemoteEffectProcess {
   const std::string& boot_id() const { return boot_id_; }
   pid_t pid() const;
   const nlohmann::json& ready_line() const { return ready_line_; }
+  // The ports its start gave up, each with why ("port 23456: ..."): taken by
+  // another process before the service bound them.
+  const std::vector<std::string>& ports_given_up() const { return ports_given_up_; }
   bool running() const;
 
   // SIGKILL and reap: the process gets no chance to clean up (crash tests).
@@ -149,6 +151,7 @@ class RemoteEffectProcess {
  private:
   void start(int port);
   void start_command(int port);
+  void start_command_on(int port);
   // Polls until the service is ready (LaunchOptions::ready).
   void wait_until_healthy(Subprocess& process, int port, std::uintmax_t log_offset,
                           const std::string& previous_boot_id);
@@ -159,6 +162,7 @@ class RemoteEffectProcess {
   std::string boot_id_;
   nlohmann::json ready_line_;
   std::optional<int> exit_code_;
+  std::vector<std::string> ports_given_up_;
 };
 
 }  // namespace skewbench::remote_effect

@@ -20,9 +20,12 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <spawn.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +51,25 @@ namespace {
 
 const std::string kHostile = source_path("tests/faults/hostile_http.py");
 const std::string kScenario = source_path("scenarios/018-unsafe-node-local.json");
+
+// hostile_http.py in one mode, started by skewbench on a port of its
+// choosing, which the command writes to `port_file` first.
+std::string started_hostile(const std::string& mode, const fs::path& port_file) {
+  return "sh -c 'echo {port} > " + port_file.string() + "; exec python3 " + kHostile + " --mode " + mode +
+         " --port {port}'";
+}
+
+// The port written to `port_file`, once it is (10 s at most); 0 before.
+int port_in(const fs::path& port_file) {
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    std::ifstream in(port_file);
+    int port = 0;
+    if ((in >> port) && port > 0) return port;
+    if (Clock::now() > until) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
 
 infra::PostgresCluster& cluster() {
   static infra::PostgresCluster c;
@@ -293,12 +315,13 @@ TEST_CASE("a started service whose /health is deep, trickled or silent fails its
              "GET /health: no HTTP answer could be read (a GET /health sent again on a new connection was "
              "answered with bytes that are not HTTP: \"\\x00\\x7fnot http <b>at all</b>"}}) {
     TempDir tmp("skewbench-hostile");
-    const int port = remote_effect::free_port("127.0.0.1");
-    const auto command = "python3 " + kHostile + " --mode " + c.mode + " --port {port}";
-    const auto ended =
-        run_measured({"run", kScenario, "--remote-command", command, "--remote-port", std::to_string(port),
-                      "--database-url", cluster().url(), "--out", (tmp.path() / "out").string()});
+    // The port is skewbench's choice: one taken before the service binds it is chosen again.
+    const auto command = started_hostile(c.mode, tmp.path() / "port");
+    const auto ended = run_measured({"run", kScenario, "--remote-command", command, "--database-url", cluster().url(),
+                                     "--out", (tmp.path() / "out").string()});
     INFO(c.mode << "\n" << ended.output);
+    const int port = port_in(tmp.path() / "port");
+    REQUIRE(port > 0);
     CHECK(ended.exit_code == 3);
     CHECK(ended.seconds < 20);
     CHECK_THAT(ended.output, ContainsSubstring("not ready within 10000 ms"));
@@ -312,15 +335,57 @@ TEST_CASE("a started service whose /health is deep, trickled or silent fails its
   }
 }
 
+// Between skewbench's choice of a port and the service's bind, another
+// process takes the port (the test, here): the service exits, and skewbench
+// starts it again on another port, says so, and the run goes on.
+TEST_CASE("a service whose port another process takes before it binds it is started again on another port") {
+  TempDir tmp("skewbench-port-taken");
+  const auto command = "sh " + source_path("tests/faults/port_taken_once.sh") + " " + tmp.path().string() + " {port} " +
+                       SKEWBENCH_REMOTE_EFFECT_BIN + " --port {port} --state-db {state_db} --dedupe {dedupe}";
+  int holder = -1;
+  int taken = 0;
+  const auto ended = run_measured({"run", kScenario, "--remote-command", command, "--database-url", cluster().url(),
+                                   "--out", (tmp.path() / "out").string()},
+                                  [&](pid_t) {
+                                    taken = port_in(tmp.path() / "asked");
+                                    holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                                    sockaddr_in address{};
+                                    address.sin_family = AF_INET;
+                                    address.sin_port = htons(static_cast<std::uint16_t>(taken));
+                                    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                                    if (::bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+                                      ::listen(holder, 1);
+                                    }
+                                    write_file_atomically(tmp.path() / "held", "");
+                                  });
+  INFO(ended.output);
+  REQUIRE(taken > 0);
+  CHECK(ended.exit_code == 0);
+  CHECK_THAT(ended.output, ContainsSubstring("could not have the port skewbench chose, and was started on another: "
+                                             "port " +
+                                             std::to_string(taken)));
+  CHECK_THAT(ended.output, ContainsSubstring("in use by another process"));
+  const auto summary = read_json(tmp.path() / "out" / "summary.json");
+  INFO(summary.dump(2));
+  bool warned = false;
+  for (const auto& warning : summary["warnings"]) {
+    warned = warned || warning.get<std::string>().find("port " + std::to_string(taken)) != std::string::npos;
+  }
+  CHECK(warned);
+  CHECK(run_skewbench({"verify", (tmp.path() / "out").string()}).exit_code == 0);
+  if (holder >= 0) ::close(holder);
+}
+
 TEST_CASE("SIGINT while a started service is not ready yet ends the run at once with 130") {
   TempDir tmp("skewbench-hostile");
-  const int port = remote_effect::free_port("127.0.0.1");
-  const auto command = "python3 " + kHostile + " --mode silent --port {port}";
+  const auto command = started_hostile("silent", tmp.path() / "port");
   std::optional<Clock::time_point> signalled;
-  const auto ended = run_measured({"run", kScenario, "--remote-command", command, "--remote-port", std::to_string(port),
-                                   "--database-url", cluster().url(), "--out", (tmp.path() / "out").string()},
+  int port = 0;
+  const auto ended = run_measured({"run", kScenario, "--remote-command", command, "--database-url", cluster().url(),
+                                   "--out", (tmp.path() / "out").string()},
                                   sigint_once(
                                       [&] {
+                                        port = port_in(tmp.path() / "port");
                                         const auto until = Clock::now() + std::chrono::seconds(10);
                                         while (!listening(port) && Clock::now() < until) {
                                           std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -328,6 +393,7 @@ TEST_CASE("SIGINT while a started service is not ready yet ends the run at once 
                                       },
                                       signalled));
   INFO(ended.output);
+  REQUIRE(port > 0);
   REQUIRE(signalled);
   CHECK(ended.exit_code == 130);
   CHECK(seconds_since(signalled) < 2);

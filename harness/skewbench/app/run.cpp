@@ -197,6 +197,7 @@ SessionEnd run_in_session(const RunRequest& request, const std::vector<scenario:
       runner::fail_with(results.back(), *late);
     }
     env.clock["instances"] = session.instances_json();
+    for (auto& port : session.stack().ports_given_up()) env.warnings.push_back(std::move(port));
     return {};
   } catch (const Interrupted&) {
     return {.interrupted = true, .infrastructure_error = std::nullopt};

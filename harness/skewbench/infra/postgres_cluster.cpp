@@ -174,16 +174,9 @@ PostgresCluster::PostgresCluster(std::optional<PostgresBinaries> binaries, std::
                                 run_as_);
   if (init.exit_code != 0) throw InfrastructureError("initdb failed:\n" + init.output);
 
-  // A port can be taken between asking and binding; try a few.
-  std::string last_error;
-  for (int attempt = 0; attempt < 5 && !running(); ++attempt) {
-    try {
-      start(free_loopback_port());
-    } catch (const InfrastructureError& e) {
-      last_error = e.what();
-    }
-  }
-  if (!running()) throw InfrastructureError(last_error);
+  // A port can be taken between asking and binding: then another one.
+  start_on_free_port(
+      free_loopback_port, [&](int port) { start(port); }, ports_given_up_);
 }
 
 fs::path PostgresCluster::data_dir() const { return dir_.path() / "data"; }
@@ -235,7 +228,11 @@ void PostgresCluster::start(int port) {
     text = text.substr(std::min<std::size_t>(text.size(), static_cast<std::size_t>(log_offset)));
   } catch (const std::exception&) {
   }
-  throw InfrastructureError("PostgreSQL did not start on port " + std::to_string(port) + ":\n" + text);
+  const auto what = "PostgreSQL did not start on port " + std::to_string(port);
+  if (port_in_use("127.0.0.1", port) || says_address_in_use(text)) {
+    throw PortTaken(what + ", which another process holds:\n" + text);
+  }
+  throw InfrastructureError(what + ":\n" + text);
 }
 
 void PostgresCluster::require_own_port() {

@@ -74,6 +74,9 @@ class PostgresCluster {
   // postgresql://postgres@127.0.0.1:PORT/postgres
   std::string url() const;
   int port() const { return port_; }
+  // The ports its start gave up, each with why: taken by another process
+  // before the server bound them (start_on_free_port).
+  const std::vector<std::string>& ports_given_up() const { return ports_given_up_; }
   bool running() const;
   pid_t pid() const { return server_ ? server_->pid() : -1; }
   const PostgresBinaries& binaries() const { return binaries_; }
@@ -98,6 +101,7 @@ class PostgresCluster {
   TempDir dir_;
   std::optional<RunAs> run_as_;
   int port_ = 0;
+  std::vector<std::string> ports_given_up_;
   std::unique_ptr<Subprocess> server_;
   std::unique_ptr<Subprocess> watchdog_;
 };

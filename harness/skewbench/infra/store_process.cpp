@@ -32,11 +32,24 @@ bool accepts_connection(int port) {
   return connected;
 }
 
+std::string log_tail_of(const std::string& text) {
+  return text.size() > 2000 ? "..." + text.substr(text.size() - 2000) : text;
+}
+
 // The last part of a log, for a message.
 std::string log_tail(const std::filesystem::path& path) {
   try {
+    return log_tail_of(read_file(path));
+  } catch (const std::exception&) {
+    return "(no log)";
+  }
+}
+
+// What the store wrote to its log from `offset` on (at most its last 2000 bytes).
+std::string log_since(const std::filesystem::path& path, std::uintmax_t offset) {
+  try {
     const auto text = read_file(path);
-    return text.size() > 2000 ? "..." + text.substr(text.size() - 2000) : text;
+    return log_tail_of(offset < text.size() ? text.substr(offset) : std::string());
   } catch (const std::exception&) {
     return "(no log)";
   }
@@ -52,12 +65,20 @@ StoreProcess::StoreProcess(StoreOptions options, std::filesystem::path data_dir,
       clock_env_(std::move(clock_env)) {
   std::filesystem::create_directories(data_dir_);
   if (options_.run_as && ::geteuid() == 0) hand_over_to_user();
-  try {
-    port_ = free_loopback_port();
-  } catch (const std::exception& e) {
-    throw InfrastructureError("store " + options_.name + ": " + e.what());
-  }
-  start();
+  const auto choose = [&] {
+    try {
+      return free_loopback_port();
+    } catch (const std::exception& e) {
+      throw InfrastructureError("store " + options_.name + ": " + e.what());
+    }
+  };
+  start_on_free_port(
+      choose,
+      [&](int port) {
+        port_ = port;
+        start();
+      },
+      ports_given_up_);
 }
 
 void StoreProcess::hand_over_to_user() {
@@ -103,6 +124,8 @@ void StoreProcess::start() {
   Subprocess::Options process_options;
   process_options.stderr_path = log_path_.string();
   process_options.run_as = run_as_;
+  std::error_code no_log;
+  const auto log_offset = std::filesystem::file_size(log_path_, no_log);
   const auto values = all_placeholders();
   for (const auto& [name, value] : options_.env) {
     process_options.env[name] = text::expand_placeholders(value, values, false);
@@ -116,9 +139,13 @@ void StoreProcess::start() {
   const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (const auto code = process_->wait_for_exit(std::chrono::milliseconds(0))) {
-      throw InfrastructureError("store " + options_.name + " exited with code " + std::to_string(*code) +
-                                " before it accepted a connection on port " + std::to_string(port_) + ": " +
-                                log_tail(log_path_));
+      const auto what = "store " + options_.name + " exited with code " + std::to_string(*code) +
+                        " before it accepted a connection on port " + std::to_string(port_);
+      const auto words = log_since(log_path_, log_offset);
+      if (port_in_use("127.0.0.1", port_) || says_address_in_use(words)) {
+        throw PortTaken(what + ", which another process holds: " + words);
+      }
+      throw InfrastructureError(what + ": " + log_tail(log_path_));
     }
     const bool accepts = accepts_connection(port_);
     if (accepts && serves()) return require_own_port();
@@ -131,6 +158,10 @@ void StoreProcess::start() {
   }
   process_->signal_group(SIGKILL);
   process_->stop();
+  if (const auto holder = foreign_listener(port_)) {
+    throw PortTaken("store " + options_.name + " did not get ready, and its port " + std::to_string(port_) +
+                    " is held by " + *holder + ", which skewbench did not start");
+  }
   throw InfrastructureError("store " + options_.name + " did not accept a connection on port " + std::to_string(port_) +
                             (options_.ready_command.empty() ? "" : " and pass its ready command") + " within " +
                             std::to_string(options_.ready_timeout.count()) + " ms: " + log_tail(log_path_));

@@ -56,8 +56,10 @@ class StoreProcess {
  public:
   // Starts the store on a free loopback port with `data_dir` as its folder
   // (created), logging to `log_path`, with `clock_env` added to its
-  // environment. Throws InfrastructureError when it exits or does not accept
-  // a connection within the ready timeout (the message holds its log).
+  // environment; on another port when that one is taken before the store
+  // binds it (start_on_free_port; ports_given_up() says why). Throws
+  // InfrastructureError when it exits or does not accept a connection within
+  // the ready timeout (the message holds its log).
   StoreProcess(StoreOptions options, std::filesystem::path data_dir, std::filesystem::path log_path,
                std::map<std::string, std::string> clock_env);
   ~StoreProcess();
@@ -65,6 +67,7 @@ class StoreProcess {
   StoreProcess& operator=(const StoreProcess&) = delete;
 
   int port() const { return port_; }
+  const std::vector<std::string>& ports_given_up() const { return ports_given_up_; }
   const std::string& name() const { return options_.name; }
   pid_t pid() const { return process_->pid(); }
   // Its {store_port} and {store_dir}, for the service's command and
@@ -99,6 +102,7 @@ class StoreProcess {
   std::filesystem::path log_path_;
   std::map<std::string, std::string> clock_env_;
   int port_ = 0;
+  std::vector<std::string> ports_given_up_;
   std::optional<RunAs> run_as_;
   std::unique_ptr<Subprocess> process_;
 };

@@ -110,6 +110,7 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
                 << ": " << binaries.bin_dir.string() << ")\n";
     }
     cluster_ = std::make_unique<infra::PostgresCluster>(std::move(binaries), cluster_settings(options));
+    say_ports_given_up("PostgreSQL", cluster_->ports_given_up());
     database_url_ = cluster_->url();
   }
   if (options.remote_url) {
@@ -187,6 +188,7 @@ Stack::Started Stack::start_instance(std::string name, std::unique_ptr<remote_ef
     for (const auto& [variable, value] : started.clock->environment()) launch->env[variable] = value;
   }
   started.process = start_remote(*launch, label(started.name, *launch));
+  say_ports_given_up(label(started.name, *launch), started.process->ports_given_up());
   if (started.clock) {
     // Its rows hang on a clock it reads: one it does not read gives no verdict.
     const auto why =
@@ -226,6 +228,30 @@ void Stack::start_store(const infra::StoreOptions& store) {
   if (!options_.quiet) std::cerr << "skewbench: starting the service's store, " << store.name << "\n";
   store_ = std::make_unique<infra::StoreProcess>(store, work_dir_->path() / ("store-" + store.name + "-data"),
                                                  log_dir() / ("store-" + store.name + ".log"), std::move(clock_env));
+  say_ports_given_up("store " + store.name, store_->ports_given_up());
+}
+
+void Stack::say_ports_given_up(const std::string& what, const std::vector<std::string>& given_up) const {
+  if (options_.quiet) return;
+  for (const auto& port : given_up) {
+    std::cerr << "skewbench: " << what
+              << " could not have the port skewbench chose, and was started on another: " << port << "\n";
+  }
+}
+
+std::vector<std::string> Stack::ports_given_up() const {
+  std::vector<std::string> out;
+  const auto add = [&](const std::string& what, const std::vector<std::string>& given_up) {
+    for (const auto& port : given_up) out.push_back(what + " was started on another port: " + port);
+  };
+  if (cluster_) add("PostgreSQL", cluster_->ports_given_up());
+  if (store_) add("store " + store_->name(), store_->ports_given_up());
+  for (const auto* started : {&remotes_, &extra_instances_}) {
+    for (const auto& instance : *started) {
+      add(label(instance.name, *instance.launch), instance.process->ports_given_up());
+    }
+  }
+  return out;
 }
 
 std::unique_ptr<infra::FaultProxy> Stack::fault_proxy_for(const std::string& service_url) const {
@@ -310,8 +336,10 @@ class Stack::Resumer {
   void wait_then_resume() {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait_until(lock, until_, [this] { return cancelled_; });
-    for (const auto pid : pids_) ::kill(pid, SIGCONT);
+    // Resumed first, then continued: a process that answers is never read as
+    // paused, however late this thread runs after its SIGCONT.
     resumed_.store(true);
+    for (const auto pid : pids_) ::kill(pid, SIGCONT);
   }
 
  public:

@@ -190,6 +190,10 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // One remote per sweep job (StackOptions::remote_instances), each on its
   // own state file, or the one external URL.
   std::vector<std::string> remote_urls() const;
+  // Each port a start of the stack gave up, and why: taken by another
+  // process before the service skewbench chose it for bound it
+  // ("PostgreSQL: port 23456: ..."). The run's evidence lists them.
+  std::vector<std::string> ports_given_up() const;
   // The binaries of the started cluster; null when the database is external.
   const infra::PostgresBinaries* postgres_binaries() const;
   // Started by skewbench (remote-effect, or the service of --remote-command).
@@ -257,6 +261,8 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
   // An instance as a message names it: "target NAME (instance)", or the service and the instance.
   std::string label(const std::string& name, const remote_effect::LaunchOptions& launch) const;
   void start_store(const infra::StoreOptions& store);
+  // Says on stderr (unless quiet) each port `what`'s start gave up.
+  void say_ports_given_up(const std::string& what, const std::vector<std::string>& given_up) const;
   void start_effect_sink();
   // options_.log_dir (created), else the temporary folder.
   std::filesystem::path log_dir() const;
