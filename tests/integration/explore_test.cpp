@@ -70,6 +70,7 @@ TEST_CASE("explore finds node-local expiry's duplicate, shrinks it, confirms it 
   CHECK(summary.at("engine") == "in-process");
   CHECK(summary.at("scenarios_tried") == 2000);
   CHECK(summary.at("stopped_by") == "max_scenarios");
+  CHECK(summary.at("budget_s") == 86400);  // --max-scenarios alone: the count is the only bound
   REQUIRE(summary.at("findings").size() == 1);
   const auto& finding = summary.at("findings")[0];
   CHECK(finding.at("invariant") == "at_most_one_effect");
@@ -277,6 +278,7 @@ TEST_CASE("explore on the real engine, interrupted, writes what it found before;
   REQUIRE(code == 130);
   const auto summary = read_json(out / "explore.json");
   CHECK(summary.at("stopped_by") == "interrupted");
+  CHECK(summary.at("budget_s") == 600);
   CHECK(summary.at("scenarios_tried").get<int>() >= 26);
   REQUIRE(summary.at("findings").size() == 1);
   CHECK(summary.at("findings")[0].at("minimal_steps") == 3);

@@ -99,11 +99,16 @@ struct VerifyArgs {
 };
 int verify_evidence(const VerifyArgs& args);
 
+inline constexpr double kDefaultExploreBudget_s = 60;
+inline constexpr double kMaxExploreBudget_s = 86400;
+
 struct ExploreArgs {
   std::string bounds_path;  // empty: with --target, scenarios/explore/target.json (compiled in)
   std::string out_dir;
   std::optional<std::uint64_t> seed;  // default: a fresh one, printed
-  double budget_s = 60;
+  // --budget-s; else 60 s, or with --max-scenarios none (kMaxExploreBudget_s),
+  // so that the seed and the count alone fix what is tried, on any machine.
+  std::optional<double> budget_s = std::nullopt;
   std::uint64_t max_scenarios = 0;  // 0: the budget alone ends it
   // --engine; else in-process, or real with --target.
   std::optional<infra::Engine> engine = std::nullopt;

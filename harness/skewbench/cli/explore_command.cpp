@@ -215,10 +215,11 @@ int explore_scenarios(const ExploreArgs& args) {
   if (!bounds) return exit_code::kUsage;
   const auto folder = open_folder(args);
   if (!folder) return exit_code::kUsage;
-  explore::ExploreSettings settings{.seed = args.seed.value_or(fresh_seed()),
-                                    .budget_s = args.budget_s,
-                                    .max_scenarios = args.max_scenarios,
-                                    .interrupted = &interrupted_flag()};
+  explore::ExploreSettings settings{
+      .seed = args.seed.value_or(fresh_seed()),
+      .budget_s = args.budget_s.value_or(args.max_scenarios > 0 ? kMaxExploreBudget_s : kDefaultExploreBudget_s),
+      .max_scenarios = args.max_scenarios,
+      .interrupted = &interrupted_flag()};
   std::cerr << "skewbench: explore " << bounds->id << " with seed " << settings.seed << " (--seed " << settings.seed
             << " runs the same scenarios again)\n";
   int code = exit_code::kPass;

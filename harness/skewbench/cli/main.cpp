@@ -369,9 +369,12 @@ CLI::App* add_explore(CLI::App& app, cli::ExploreArgs& explore) {
                    "the seed, 0 to 2^64-1 (default: a fresh one, printed); the same seed, bounds "
                    "and --max-scenarios give the same scenarios and results")
       ->check(whole_number(true));
-  command->add_option("--budget-s", explore.budget_s, "seconds to generate scenarios for (default 60)")
+  command
+      ->add_option("--budget-s", explore.budget_s,
+                   "seconds to generate scenarios for (default 60; with --max-scenarios, none: the count alone "
+                   "ends it)")
       ->check(kFiniteNumber)
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(CLI::Range(0.0, cli::kMaxExploreBudget_s));
   command
       ->add_option("--max-scenarios", explore.max_scenarios,
                    "stop after this many scenarios, at least 1 (default: only --budget-s ends it)")
