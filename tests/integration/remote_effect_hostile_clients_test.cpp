@@ -257,16 +257,21 @@ TEST_CASE("a connection over --max-connections is answered 503 at once; a freed 
     CHECK_THAT(reply, ContainsSubstring("too_many_connections"));
   }
   held.pop_back();
-  // Served again once the service has seen the close, however long that takes it.
+  // Served again once the service has seen the close, however long that takes
+  // it; and the probe that is let in is answered at once. (Each probe's own
+  // close is seen later again, so a second connection now could be the fifth.)
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   for (;;) {
+    const auto start = Clock::now();
     RawConnection probe(port);
     REQUIRE(probe.send(health_request()));
-    if (probe.receive(std::chrono::milliseconds(5000), "\r\n\r\n").find("HTTP/1.1 200") != std::string::npos) break;
+    if (probe.receive(std::chrono::milliseconds(5000), "\r\n\r\n").find("HTTP/1.1 200") != std::string::npos) {
+      CHECK(Clock::now() - start < std::chrono::seconds(1));
+      break;
+    }
     REQUIRE(Clock::now() < deadline);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  CHECK(health_latency_ms(port) < 1000);
 }
 
 TEST_CASE("pipelined requests are answered in order and a pipelined POST is applied") {
