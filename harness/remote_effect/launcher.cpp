@@ -189,6 +189,19 @@ constexpr std::pair<const char*, int> kStopSignals[] = {{"SIGTERM", SIGTERM}, {"
                                                         {"SIGQUIT", SIGQUIT}, {"SIGHUP", SIGHUP},
                                                         {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}};
 
+// A start not ready by its deadline: PortTaken when another process holds
+// its port (it is started again on another), else the reason and its log.
+[[noreturn]] void throw_not_ready(const LaunchOptions& options, int port, std::uintmax_t log_offset,
+                                  const std::string& why) {
+  if (const auto holder = foreign_listener(port)) {
+    throw PortTaken("the service command was not ready within " + std::to_string(options.ready_timeout.count()) +
+                    " ms, and its port " + std::to_string(port) + " is held by " + *holder +
+                    ", which skewbench did not start");
+  }
+  throw std::runtime_error("the service command was not ready within " + std::to_string(options.ready_timeout.count()) +
+                           " ms (" + why + "): " + log_since(options.stderr_path, log_offset));
+}
+
 }  // namespace
 
 int stop_signal_named(std::string_view name) {
@@ -329,14 +342,7 @@ void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std:
     throw;
   }
   give_up();
-  if (const auto holder = foreign_listener(port)) {
-    throw PortTaken("the service command was not ready within " + std::to_string(options_.ready_timeout.count()) +
-                    " ms, and its port " + std::to_string(port) + " is held by " + *holder +
-                    ", which skewbench did not start");
-  }
-  throw std::runtime_error("the service command was not ready within " +
-                           std::to_string(options_.ready_timeout.count()) + " ms (" + why +
-                           "): " + log_since(options_.stderr_path, log_offset));
+  throw_not_ready(options_, port, log_offset, why);
 }
 
 void RemoteEffectProcess::start(int port) {

@@ -93,6 +93,39 @@ void switch_dedupe_mode(std::unique_ptr<remote_effect::RemoteEffectProcess>& rem
   }
 }
 
+void say_starting_remote(const StackOptions& options, const std::string& binary, unsigned instances) {
+  std::cerr << "skewbench: starting "
+            << (options.remote_command ? "the remote service: " + *options.remote_command
+                                       : "remote-effect (" + binary + ")")
+            << (instances > 1 ? " x" + std::to_string(instances) + ", one per job" : "")
+            << (options.clock_mode == ClockMode::real
+                    ? ", with libfaketime preloaded (whether it reads the clock skewbench drives is checked at "
+                      "each reading of it)"
+                    : "")
+            << "\n";
+}
+
+// How one instance is started: remote-effect's binary, or the service command
+// with its placeholders, readiness and stop (a store's placeholders are added
+// by the caller).
+std::unique_ptr<remote_effect::LaunchOptions> launch_options(const StackOptions& options, const std::string& binary,
+                                                             const std::filesystem::path& state_db) {
+  auto launch = std::make_unique<remote_effect::LaunchOptions>();
+  launch->binary = binary;
+  launch->state_db = state_db;
+  launch->sync = options.remote_sync.value_or(
+      options.durability_or_durable() == Durability::durable ? std::string("full") : std::string("normal"));
+  if (options.remote_command) {
+    launch->command = options.remote_command;
+    launch->port = options.remote_port.value_or(0);  // 0: a free one, kept across restarts
+    launch->placeholders = options.remote_placeholders;
+    launch->ready = options.remote_ready;
+    launch->ready_timeout = options.remote_ready_timeout;
+    launch->stopping = options.remote_stopping;
+  }
+  return launch;
+}
+
 }  // namespace
 
 Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std::make_shared<infra::FaultCounts>()) {
@@ -126,33 +159,11 @@ Stack::Stack(const StackOptions& options) : options_(options), fault_counts_(std
     throw InfrastructureError("--remote-port " + std::to_string(*options.remote_port) + " is one port for " +
                               std::to_string(instances) + " remote instances; run with --jobs 1");
   }
-  if (!options.quiet) {
-    std::cerr << "skewbench: starting "
-              << (options.remote_command ? "the remote service: " + *options.remote_command
-                                         : "remote-effect (" + binary + ")")
-              << (instances > 1 ? " x" + std::to_string(instances) + ", one per job" : "")
-              << (options.clock_mode == ClockMode::real
-                      ? ", with libfaketime preloaded (whether it reads the clock skewbench drives is checked at "
-                        "each reading of it)"
-                      : "")
-              << "\n";
-  }
+  if (!options.quiet) say_starting_remote(options, binary, instances);
   for (unsigned i = 0; i < instances; ++i) {
     const auto name = instance_name(options, i);
-    auto launch = std::make_unique<remote_effect::LaunchOptions>();
-    launch->binary = binary;
-    launch->state_db = work_dir_->path() / (name + ".sqlite3");
-    launch->sync = options.remote_sync.value_or(
-        options.durability_or_durable() == Durability::durable ? std::string("full") : std::string("normal"));
-    if (options.remote_command) {
-      launch->command = options.remote_command;
-      launch->port = options.remote_port.value_or(0);  // 0: a free one, kept across restarts
-      launch->placeholders = options.remote_placeholders;
-      if (store_) launch->placeholders.merge(store_->placeholders());
-      launch->ready = options.remote_ready;
-      launch->ready_timeout = options.remote_ready_timeout;
-      launch->stopping = options.remote_stopping;
-    }
+    auto launch = launch_options(options, binary, work_dir_->path() / (name + ".sqlite3"));
+    if (options.remote_command && store_) launch->placeholders.merge(store_->placeholders());
     remotes_.push_back(start_instance(name, std::move(launch)));
   }
   remote_url_ = remotes_.front().process->base_url();
