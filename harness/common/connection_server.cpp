@@ -12,7 +12,10 @@
 #include <vector>
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -187,10 +190,14 @@ class ConnectionStream final : public httplib::Stream {
 };
 
 // One thread per task (a task serves one connection). Finished threads are
-// joined at the next enqueue; shutdown() joins the rest.
+// joined at the next enqueue; shutdown() joins the rest. `accepted` counts the
+// tasks taken; the task itself takes its own off when it starts.
 class ThreadPerConnection final : public httplib::TaskQueue {
  public:
+  explicit ThreadPerConnection(std::atomic<std::size_t>& accepted) : accepted_(accepted) {}
+
   EnqueueResult enqueue(std::function<void()> fn) override {
+    ++accepted_;
     std::lock_guard lock(mutex_);
     join_finished_locked();
     threads_.emplace_back();
@@ -225,6 +232,7 @@ class ThreadPerConnection final : public httplib::TaskQueue {
     finished_.clear();
   }
 
+  std::atomic<std::size_t>& accepted_;
   std::mutex mutex_;
   std::list<std::thread> threads_;
   std::vector<std::list<std::thread>::iterator> finished_;
@@ -264,7 +272,7 @@ void reject_over_limit(socket_t sock, std::size_t limit) {
 }  // namespace
 
 ConnectionServer::ConnectionServer(ConnectionLimits limits) : limits_(limits) {
-  new_task_queue = [] { return new ThreadPerConnection; };
+  new_task_queue = [this] { return new ThreadPerConnection(accepted_unserved_); };
   const auto idle_s = std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count();
   // Only what the Keep-Alive response header announces; the loop below enforces it.
   set_keep_alive_timeout(static_cast<time_t>(std::max<long long>(idle_s, 1)));
@@ -304,6 +312,23 @@ std::size_t ConnectionServer::open_connections() const {
   return open_.size();
 }
 
+std::size_t ConnectionServer::requests_on_the_way() const {
+  std::size_t on_the_way = accepted_unserved_ + requests_in_progress_;
+  const socket_t listening = svr_sock_;
+  tcp_info listen_info{};
+  socklen_t info_bytes = sizeof listen_info;
+  // On a listening socket, Linux reports its accept backlog as tcpi_unacked.
+  if (listening != INVALID_SOCKET && ::getsockopt(listening, IPPROTO_TCP, TCP_INFO, &listen_info, &info_bytes) == 0) {
+    on_the_way += listen_info.tcpi_unacked;
+  }
+  std::lock_guard lock(mutex_);
+  for (const socket_t sock : open_) {
+    int unread_bytes = 0;
+    if (::ioctl(sock, FIONREAD, &unread_bytes) == 0 && unread_bytes > 0) ++on_the_way;
+  }
+  return on_the_way;
+}
+
 bool ConnectionServer::admit(socket_t sock) {
   std::lock_guard lock(mutex_);
   if (stopping_ || open_.size() >= limits_.max_connections) return false;
@@ -331,7 +356,9 @@ void ConnectionServer::shut_down_connections() {
 }
 
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
-  if (!admit(sock)) {
+  const bool admitted = admit(sock);
+  --accepted_unserved_;  // after admit(), so that it is counted in open_ or here throughout
+  if (!admitted) {
     reject_over_limit(sock, limits_.max_connections);
     ::close(sock);
     return false;
@@ -364,6 +391,11 @@ ConnectionServer::Ending ConnectionServer::serve(socket_t sock) {
       if (stopping_) return Ending::quietly;
     }
     if (!stream.wait_for_request()) return Ending::quietly;
+    ++requests_in_progress_;
+    const struct Answered {
+      std::atomic<std::size_t>& in_progress;
+      ~Answered() { --in_progress; }
+    } answered_when_done{requests_in_progress_};
     RequestContext context;
     context.sock = sock;
     current_context = &context;

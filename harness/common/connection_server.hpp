@@ -24,6 +24,7 @@
 //   the response) and stop() reaches every open connection, without searching
 //   the process's descriptors.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -74,6 +75,14 @@ class ConnectionServer : public httplib::Server {
   // Connections admitted and not yet closed.
   std::size_t open_connections() const;
 
+  // Requests on their way in, as far as this process can see them: a
+  // connection still in the listen backlog or not yet given its thread, an
+  // open connection with bytes received and not yet read, and a request
+  // being read or handled and not yet answered. A caller that waits for
+  // quiet (EffectSink::wait_quiet) counts what has arrived only once this
+  // has no more in it than the requests it is handling itself.
+  std::size_t requests_on_the_way() const;
+
   // About the request being handled on the calling thread; valid only inside
   // a handler (route, pre-routing, error or exception handler).
   static std::string_view current_request_head();  // request line and headers as received
@@ -108,8 +117,10 @@ class ConnectionServer : public httplib::Server {
   ConnectionLimits limits_;
   std::string head_timeout_body_ = R"({"error":"request_timeout"})";
   mutable std::mutex mutex_;
-  std::set<socket_t> open_;  // guarded by mutex_; a socket leaves it before it is closed
-  bool stopping_ = false;    // guarded by mutex_
+  std::set<socket_t> open_;                           // guarded by mutex_; a socket leaves it before it is closed
+  bool stopping_ = false;                             // guarded by mutex_
+  std::atomic<std::size_t> accepted_unserved_{0};     // accepted, not yet at process_and_close_socket
+  std::atomic<std::size_t> requests_in_progress_{0};  // a request's first byte read, not yet answered
 };
 
 }  // namespace skewbench::http

@@ -416,6 +416,25 @@ pid_t RemoteEffectProcess::pid() const { return process_ ? process_->pid() : -1;
 
 bool RemoteEffectProcess::running() const { return process_ && process_->running(); }
 
+std::optional<std::chrono::microseconds> RemoteEffectProcess::answer_time(std::chrono::milliseconds deadline) const {
+  using Clock = std::chrono::steady_clock;
+  if (!running()) return std::nullopt;
+  http::BoundedClient client(connect_host(options_.host), port_,
+                             {.deadline = deadline, .max_answer_bytes = http::kDefaultMaxAnswerBytes});
+  httplib::Request request;
+  request.method = "GET";
+  request.path = !options_.command || options_.ready.kind == Readiness::Kind::protocol_health ? "/health"
+                 : options_.ready.kind == Readiness::Kind::http_get                           ? options_.ready.value
+                                                                                              : "/";
+  // A measure of the machine's pace for a bound on waiting, not a time any
+  // decision reads.
+  const auto asked = Clock::now();
+  const auto answer = client.send(std::move(request));
+  if (answer.end == http::ExchangeEnd::stopped) throw Interrupted();
+  if (!answer.head_received) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - asked);
+}
+
 RemoteEffectProcess::~RemoteEffectProcess() {
   if (options_.command) stop();  // the service's whole process group, not only the shell's pid
 }

@@ -136,6 +136,13 @@ class RemoteEffectProcess {
   const std::vector<std::string>& ports_given_up() const { return ports_given_up_; }
   bool running() const;
 
+  // Asks the running service once, the way its readiness does (GET /health,
+  // or its own path; GET / for one ready by its port or a log line), and
+  // returns how long the answer took, whatever its status: how promptly the
+  // service's process runs on this machine now. nullopt when no answer
+  // began within `deadline`.
+  std::optional<std::chrono::microseconds> answer_time(std::chrono::milliseconds deadline) const;
+
   // SIGKILL and reap: the process gets no chance to clean up (crash tests).
   void kill_hard();
 

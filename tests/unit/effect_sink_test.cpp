@@ -79,6 +79,21 @@ std::string how_it_ends(const EffectSink& sink, const std::string& key) {
   return error == ECONNRESET ? "reset" : std::string("error ") + std::strerror(error);
 }
 
+// A connection to the sink, as a raw socket.
+int connect_to(const EffectSink& sink) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(sink.port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  return fd;
+}
+
+void send_all(int fd, const std::string& bytes) {
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+}
+
 }  // namespace
 
 TEST_CASE("The sink records every call: instance, operation id, method, path, body digest, answer") {
@@ -242,4 +257,39 @@ TEST_CASE("A fault that cannot be is refused") {
   CHECK_THROWS_AS(sink.arm({.kind = SinkFaultKind::slow, .delay_ms = 60'001}), std::invalid_argument);
   CHECK_THROWS_AS(sink.arm({.kind = SinkFaultKind::slow, .delay_ms = -1}), std::invalid_argument);
   CHECK_THROWS_AS(EffectSink(EffectSink::Options{}), std::invalid_argument);
+}
+
+TEST_CASE("The sink is quiet only when no call has come for the quiet time and none is on its way in") {
+  EffectSink sink(options());
+  CHECK(sink.wait_quiet(20ms, 5s));
+  CHECK(call(sink, "node-a", "op-1").status == 200);
+  CHECK(sink.wait_quiet(20ms, 5s));
+
+  // A call whose body is still coming is not recorded yet: the sink is not
+  // quiet until it is, however long nothing else arrives.
+  const int fd = connect_to(sink);
+  send_all(fd,
+           "POST /instance/node-a/charges HTTP/1.1\r\nHost: sink\r\nIdempotency-Key: op-2\r\n"
+           "Content-Length: 14\r\n\r\n{\"amount\"");
+  CHECK_FALSE(sink.wait_quiet(20ms, 400ms));
+  send_all(fd, ":100}");
+  CHECK(sink.wait_quiet(20ms, 5s));
+  CHECK(sink.applied("op-2") == 1);
+
+  // A connection that holds no request does not keep it waiting.
+  CHECK(sink.wait_quiet(20ms, 5s));
+  ::close(fd);
+  const int idle = connect_to(sink);
+  CHECK(sink.wait_quiet(20ms, 5s));
+  ::close(idle);
+}
+
+TEST_CASE("A held call, recorded already, does not keep the sink from being quiet") {
+  EffectSink sink(options());
+  sink.arm({.kind = SinkFaultKind::hold, .operation_id = "op-1"});
+  auto answer = std::async(std::launch::async, [&] { return call(sink, "node-a", "op-1"); });
+  REQUIRE(sink.wait_until_held("op-1", 1, 10s));
+  CHECK(sink.wait_quiet(20ms, 5s));
+  CHECK(sink.release("op-1") == 1);
+  CHECK(answer.get().status == 200);
 }

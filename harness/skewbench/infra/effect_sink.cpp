@@ -238,16 +238,29 @@ bool EffectSink::hold_locked(std::unique_lock<std::mutex>& lock, std::size_t ind
 }
 
 bool EffectSink::wait_quiet(std::chrono::milliseconds quiet, std::chrono::milliseconds at_most) {
+  using Clock = std::chrono::steady_clock;
+  // How soon a call seen on its way in is looked for again.
+  constexpr std::chrono::milliseconds kLookAgain{5};
   std::unique_lock lock(mutex_);
-  // A wait of `quiet` that a call ends early starts again, until the deadline:
-  // a bound on waiting, not a time any decision reads.
-  const auto deadline = std::chrono::steady_clock::now() + at_most;
+  // Bounds on waiting, not times any decision reads: a call that arrives
+  // starts the quiet again, until the deadline.
+  const auto deadline = Clock::now() + at_most;
+  auto quiet_until = Clock::now() + quiet;
   while (!stopping_) {
     const auto seen = calls_.size() + refused_in_window_;
-    if (!changed_.wait_for(lock, quiet, [&] { return stopping_ || calls_.size() + refused_in_window_ != seen; })) {
-      return true;
+    const bool arrived = changed_.wait_until(lock, std::min(quiet_until, deadline),
+                                             [&] { return stopping_ || calls_.size() + refused_in_window_ != seen; });
+    if (stopping_) return false;
+    const auto now = Clock::now();
+    if (arrived) {
+      quiet_until = now + quiet;
+    } else if (now >= quiet_until) {
+      // The connections inside handle() are the sink's own; any other is a
+      // call not yet recorded.
+      if (server_->requests_on_the_way() <= handling_) return true;
+      quiet_until = now + kLookAgain;
     }
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (now >= deadline) return false;
   }
   return false;
 }
@@ -264,6 +277,11 @@ std::size_t EffectSink::refused_in_window() const {
 }
 
 void EffectSink::handle(const httplib::Request& request, httplib::Response& response) {
+  ++handling_;
+  const struct Handled {
+    std::atomic<std::size_t>& handling;
+    ~Handled() { --handling; }
+  } handled{handling_};
   std::unique_lock lock(mutex_);
   if (calls_.size() - window_start_ >= kMaxCallsPerWindow) {
     ++refused_in_window_;

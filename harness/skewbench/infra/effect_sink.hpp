@@ -32,6 +32,7 @@
 // release() or the sink's destruction (which closes it unanswered and
 // unapplied); wait_until_held() waits on the same event: nothing here sleeps.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -171,8 +172,10 @@ class EffectSink {
   std::size_t refused_in_window() const;
 
   // Waits until no call has arrived for `quiet` (a service's call made a
-  // little after its answer lands first), or `at_most` passes; whether it
-  // went quiet. A held call does not keep it waiting.
+  // little after its answer lands first) and none is on its way in (in the
+  // listen backlog, received and not yet read, being read), or `at_most`
+  // passes; whether it went quiet. A held or slow call, already recorded,
+  // does not keep it waiting.
   bool wait_quiet(std::chrono::milliseconds quiet, std::chrono::milliseconds at_most);
 
   // Every call so far, in arrival order, and how many there are.
@@ -203,6 +206,7 @@ class EffectSink {
   bool stopping_ = false;
   std::size_t window_start_ = 0;  // index in calls_ where the window began
   std::size_t refused_in_window_ = 0;
+  std::atomic<std::size_t> handling_{0};  // calls inside handle(): held, slow, or being answered
 };
 
 // The operation id of a call, read where `source` says: nullopt when it is not

@@ -410,7 +410,19 @@ void Stack::settle_instances() {
   resumer_.reset();  // a paused process is resumed before it is asked to stop
   // A call made a little after an answer (a background task, a timer)
   // lands while the instances still run, whatever the milliseconds.
-  if (effect_sink_) effect_sink_->wait_quiet(kSettleQuiet, kSettleAtMost);
+  if (effect_sink_) {
+    effect_sink_->wait_quiet(kSettleQuiet, kSettleAtMost);
+    std::chrono::microseconds slowest_answer{0};
+    for (auto* instance : first_remote_instances()) {
+      // One that gives no answer in time (stalled, or not HTTP) tells nothing of the pace.
+      const auto took = instance->process->answer_time(kSettleAnswerDeadline);
+      slowest_answer = std::max(slowest_answer, took.value_or(std::chrono::microseconds(0)));
+    }
+    const auto further =
+        std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(slowest_answer * kSettleAnswerTimes),
+                   kSettleQuietAfterAnswer, kSettleAtMost);
+    effect_sink_->wait_quiet(further, kSettleAtMost);
+  }
   for (auto* instance : first_remote_instances()) {
     if (!instance->process->running()) continue;
     instance->process->stop();

@@ -174,9 +174,17 @@ struct InstanceEndpoint {
 };
 
 // Before a scenario's sink count is read (Stack::settle_instances): the quiet
-// the effect sink waits for, at most so long, before the instances stop.
+// the effect sink waits for, at most so long; then every instance is asked
+// once (RemoteEffectProcess::answer_time, an answer within
+// kSettleAnswerDeadline) and the sink waits for a further
+// quiet of kSettleAnswerTimes times the slowest answer, at least
+// kSettleQuietAfterAnswer, before the instances stop. On a busy machine a
+// service's timer fires late, and its answers come late alike.
 inline constexpr std::chrono::milliseconds kSettleQuiet{250};
 inline constexpr std::chrono::milliseconds kSettleAtMost{5000};
+inline constexpr std::chrono::milliseconds kSettleQuietAfterAnswer{100};
+inline constexpr int kSettleAnswerTimes = 20;
+inline constexpr std::chrono::milliseconds kSettleAnswerDeadline{1000};
 
 class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
  public:
