@@ -1,5 +1,6 @@
 #include "common/files.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -265,6 +266,19 @@ std::string read_file(const std::filesystem::path& path, std::uintmax_t max_byte
     text.append(chunk.data(), static_cast<std::size_t>(n));
   }
   return text;
+}
+
+std::string read_log_since(const std::filesystem::path& path, std::uintmax_t offset, std::uintmax_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw std::runtime_error("cannot read the log " + path.string());
+  const auto size = static_cast<std::uintmax_t>(in.tellg());
+  const auto from = std::max(offset, size > max_bytes ? size - max_bytes : 0);
+  if (from >= size) return {};
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string text(static_cast<std::size_t>(size - from), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return from > offset ? "..." + text : text;
 }
 
 std::ifstream open_input_file(const std::filesystem::path& path) {

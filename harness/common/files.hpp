@@ -93,6 +93,11 @@ std::optional<std::string> input_file_problem(const std::filesystem::path& path)
 // link or a FIFO after the check is refused too.
 std::string read_file(const std::filesystem::path& path, std::uintmax_t max_bytes = kMaxInputFileBytes);
 
+// What a log holds from byte `offset` on, at most its last `max_bytes`, with
+// "..." in front when cut. Throws std::runtime_error naming the log when it
+// cannot be read.
+std::string read_log_since(const std::filesystem::path& path, std::uintmax_t offset, std::uintmax_t max_bytes);
+
 // Opens a regular file to be read line by line (cells.jsonl, which has no
 // size limit). Throws InputFileError as read_file does.
 std::ifstream open_input_file(const std::filesystem::path& path);

@@ -127,6 +127,13 @@ bool says_address_in_use(std::string_view log) {
   return false;
 }
 
+void throw_if_port_taken(const std::string& what, const std::string& host, int port, std::string_view log) {
+  if (port_in_use(host, port) || says_address_in_use(log)) {
+    throw PortTaken(what + ", with its port " + std::to_string(port) +
+                    " in use by another process: " + std::string(log));
+  }
+}
+
 int start_on_free_port(const std::function<int()>& choose, const std::function<void(int)>& start,
                        std::vector<std::string>& given_up) {
   std::string tried;

@@ -46,6 +46,11 @@ bool port_in_use(const std::string& host, int port);
 // "EADDRINUSE", ...).
 bool says_address_in_use(std::string_view log);
 
+// After a start that ended before it was ready: throws PortTaken ("<what>,
+// with its port P in use by another process: <log>") when `port` is in use
+// now or the service's log says its bind failed; otherwise returns.
+void throw_if_port_taken(const std::string& what, const std::string& host, int port, std::string_view log);
+
 // Calls start(port) on a port from choose(), and on a new one each time it
 // throws PortTaken, at most kPortAttempts times. Each port given up is
 // appended to `given_up` ("port 23456: <why>"), for the run to say; when no

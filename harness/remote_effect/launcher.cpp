@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "common/http_exchange.hpp"
 #include "common/json_reader.hpp"
 #include "common/loopback_port.hpp"
@@ -39,11 +40,12 @@ std::uintmax_t file_size_or_zero(const std::optional<std::string>& path) {
 // The log's path is not named: it is in a folder removed at exit.
 std::string log_since(const std::optional<std::string>& path, std::uintmax_t offset) {
   if (!path) return "(its stderr is inherited: see above)";
-  std::ifstream in(*path, std::ios::binary);
-  if (!in) return "(its log cannot be read)";
-  in.seekg(static_cast<std::streamoff>(offset));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.size() > kStderrTailBytes) text = "..." + text.substr(text.size() - kStderrTailBytes);
+  std::string text;
+  try {
+    text = read_log_since(*path, offset, kStderrTailBytes);
+  } catch (const std::exception&) {
+    return "(its log cannot be read)";
+  }
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   return text.empty() ? "(it wrote nothing to its stderr or stdout)" : text;
 }
@@ -296,9 +298,7 @@ void RemoteEffectProcess::wait_until_healthy(Subprocess& process, int port, std:
     if (const auto code = process.wait_for_exit(std::chrono::milliseconds(0))) {
       const auto words = log_since(options_.stderr_path, log_offset);
       const auto what = "the service command exited with code " + std::to_string(*code) + " before it was ready";
-      if (port_in_use(options_.host, port) || says_address_in_use(words)) {
-        throw PortTaken(what + ", with its port " + std::to_string(port) + " in use by another process: " + words);
-      }
+      throw_if_port_taken(what, options_.host, port, words);
       throw std::runtime_error(what + ": " + words);
     }
   };

@@ -1,6 +1,7 @@
 // The launcher's command template, without starting anything, and the
 // choice of a service's port.
 
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include "common/files.hpp"
 #include "common/loopback_port.hpp"
 #include "remote_effect/launcher.hpp"
 
@@ -83,6 +85,37 @@ TEST_CASE("a service's words that its bind failed for an address in use are reco
   CHECK(skewbench::says_address_in_use("listen tcp 127.0.0.1:8080: bind: address already in use"));
   CHECK_FALSE(skewbench::says_address_in_use("Traceback: KeyError: 'port'"));
   CHECK_FALSE(skewbench::says_address_in_use(""));
+}
+
+TEST_CASE("a start that ended before ready is PortTaken only when its port is held or its words say so") {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  const int held = ntohs(address.sin_port);
+  CHECK_THROWS_AS(skewbench::throw_if_port_taken("it exited", "127.0.0.1", held, "bye"), skewbench::PortTaken);
+  ::close(fd);
+  CHECK_NOTHROW(skewbench::throw_if_port_taken("it exited", "127.0.0.1", held, "KeyError: 'port'"));
+  try {
+    skewbench::throw_if_port_taken("it exited", "127.0.0.1", held, "OSError: [Errno 98] Address already in use");
+    FAIL("not PortTaken");
+  } catch (const skewbench::PortTaken& e) {
+    CHECK(std::string(e.what()) == "it exited, with its port " + std::to_string(held) +
+                                       " in use by another process: OSError: [Errno 98] Address already in use");
+  }
+}
+
+TEST_CASE("a log is quoted from where a start began, at most its last bytes") {
+  const auto path = std::filesystem::temp_directory_path() / ("skewbench-log-" + std::to_string(::getpid()));
+  std::ofstream(path, std::ios::binary) << "before start\nnew line one\nnew line two\n";
+  CHECK(skewbench::read_log_since(path, 13, 1000) == "new line one\nnew line two\n");
+  CHECK(skewbench::read_log_since(path, 13, 13) == "...new line two\n");
+  CHECK(skewbench::read_log_since(path, 100, 1000).empty());
+  std::filesystem::remove(path);
+  CHECK_THROWS_AS(skewbench::read_log_since(path, 0, 1000), std::runtime_error);
 }
 
 TEST_CASE("a start whose port is taken is tried on another port, at most kPortAttempts times, and says each") {

@@ -23,6 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// How much of PostgreSQL's log a failed start quotes: its last bytes.
+constexpr std::uintmax_t kLogTailBytes = 8000;
+
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   return s;
@@ -224,14 +227,11 @@ void PostgresCluster::start(int port) {
   server_.reset();
   std::string text;
   try {
-    text = read_file(log);
-    text = text.substr(std::min<std::size_t>(text.size(), static_cast<std::size_t>(log_offset)));
+    text = read_log_since(log, log_offset, kLogTailBytes);
   } catch (const std::exception&) {
   }
   const auto what = "PostgreSQL did not start on port " + std::to_string(port);
-  if (port_in_use("127.0.0.1", port) || says_address_in_use(text)) {
-    throw PortTaken(what + ", which another process holds:\n" + text);
-  }
+  throw_if_port_taken(what, "127.0.0.1", port, text);
   throw InfrastructureError(what + ":\n" + text);
 }
 

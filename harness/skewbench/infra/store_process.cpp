@@ -32,24 +32,13 @@ bool accepts_connection(int port) {
   return connected;
 }
 
-std::string log_tail_of(const std::string& text) {
-  return text.size() > 2000 ? "..." + text.substr(text.size() - 2000) : text;
-}
+// How much of a store's log a message quotes: its last bytes.
+constexpr std::uintmax_t kLogTailBytes = 2000;
 
-// The last part of a log, for a message.
-std::string log_tail(const std::filesystem::path& path) {
-  try {
-    return log_tail_of(read_file(path));
-  } catch (const std::exception&) {
-    return "(no log)";
-  }
-}
-
-// What the store wrote to its log from `offset` on (at most its last 2000 bytes).
+// What the store wrote to its log from `offset` on (at most its last kLogTailBytes).
 std::string log_since(const std::filesystem::path& path, std::uintmax_t offset) {
   try {
-    const auto text = read_file(path);
-    return log_tail_of(offset < text.size() ? text.substr(offset) : std::string());
+    return read_log_since(path, offset, kLogTailBytes);
   } catch (const std::exception&) {
     return "(no log)";
   }
@@ -142,10 +131,8 @@ void StoreProcess::start() {
       const auto what = "store " + options_.name + " exited with code " + std::to_string(*code) +
                         " before it accepted a connection on port " + std::to_string(port_);
       const auto words = log_since(log_path_, log_offset);
-      if (port_in_use("127.0.0.1", port_) || says_address_in_use(words)) {
-        throw PortTaken(what + ", which another process holds: " + words);
-      }
-      throw InfrastructureError(what + ": " + log_tail(log_path_));
+      throw_if_port_taken(what, "127.0.0.1", port_, words);
+      throw InfrastructureError(what + ": " + log_since(log_path_, 0));
     }
     const bool accepts = accepts_connection(port_);
     if (accepts && serves()) return require_own_port();
@@ -164,7 +151,7 @@ void StoreProcess::start() {
   }
   throw InfrastructureError("store " + options_.name + " did not accept a connection on port " + std::to_string(port_) +
                             (options_.ready_command.empty() ? "" : " and pass its ready command") + " within " +
-                            std::to_string(options_.ready_timeout.count()) + " ms: " + log_tail(log_path_));
+                            std::to_string(options_.ready_timeout.count()) + " ms: " + log_since(log_path_, 0));
 }
 
 void StoreProcess::require_own_port() {
@@ -222,7 +209,7 @@ std::optional<std::int64_t> StoreProcess::wall_clock_s() const {
     // Its stderr went to the store's log, which is in a folder removed at
     // exit: the message carries the log's end instead of its path.
     throw why("exited with code " + std::to_string(result.exit_code) + ": " + std::string(text::trim(result.output)) +
-              "; the store's log ends: " + std::string(text::trim(log_tail(log_path_))));
+              "; the store's log ends: " + std::string(text::trim(log_since(log_path_, 0))));
   }
   std::smatch number;
   if (!std::regex_search(result.output, number, std::regex("-?[0-9]+"))) {
