@@ -58,27 +58,6 @@ Answer call(const EffectSink& sink, const std::string& instance, const std::stri
   return {result->status, httplib::Error::Success};
 }
 
-// What a raw socket reads after sending one call: "answer" when bytes came,
-// "closed" for a clean close (FIN), "reset" for an abort (ECONNRESET).
-std::string how_it_ends(const EffectSink& sink, const std::string& key) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(sink.port()));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
-  const std::string request = "POST /instance/node-a/charges HTTP/1.1\r\nHost: sink\r\nIdempotency-Key: " + key +
-                              "\r\nContent-Length: 2\r\n\r\n{}";
-  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
-  char byte = 0;
-  const ssize_t n = ::recv(fd, &byte, 1, 0);
-  const int error = errno;
-  ::close(fd);
-  if (n > 0) return "answer";
-  if (n == 0) return "closed";
-  return error == ECONNRESET ? "reset" : std::string("error ") + std::strerror(error);
-}
-
 // A connection to the sink, as a raw socket.
 int connect_to(const EffectSink& sink) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -92,6 +71,21 @@ int connect_to(const EffectSink& sink) {
 
 void send_all(int fd, const std::string& bytes) {
   REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+}
+
+// What a raw socket reads after sending one call: "answer" when bytes came,
+// "closed" for a clean close (FIN), "reset" for an abort (ECONNRESET).
+std::string how_it_ends(const EffectSink& sink, const std::string& key) {
+  const int fd = connect_to(sink);
+  send_all(fd, "POST /instance/node-a/charges HTTP/1.1\r\nHost: sink\r\nIdempotency-Key: " + key +
+                   "\r\nContent-Length: 2\r\n\r\n{}");
+  char byte = 0;
+  const ssize_t n = ::recv(fd, &byte, 1, 0);
+  const int error = errno;
+  ::close(fd);
+  if (n > 0) return "answer";
+  if (n == 0) return "closed";
+  return error == ECONNRESET ? "reset" : std::string("error ") + std::strerror(error);
 }
 
 }  // namespace

@@ -64,7 +64,10 @@ TEST_CASE("a chosen port is free, and outside the kernel's ephemeral range when 
   }
 }
 
-TEST_CASE("a port a socket is bound to is in use, and free again once it is closed") {
+namespace {
+
+// A socket bound to a port of the kernel's choice on 127.0.0.1, and that port.
+int bound_loopback_socket(int& port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   REQUIRE(fd >= 0);
   sockaddr_in address{};
@@ -73,7 +76,15 @@ TEST_CASE("a port a socket is bound to is in use, and free again once it is clos
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
   socklen_t length = sizeof address;
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  const int port = ntohs(address.sin_port);
+  port = ntohs(address.sin_port);
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("a port a socket is bound to is in use, and free again once it is closed") {
+  int port = 0;
+  const int fd = bound_loopback_socket(port);
   CHECK(skewbench::port_in_use("127.0.0.1", port));
   ::close(fd);
   CHECK_FALSE(skewbench::port_in_use("127.0.0.1", port));
@@ -88,14 +99,8 @@ TEST_CASE("a service's words that its bind failed for an address in use are reco
 }
 
 TEST_CASE("a start that ended before ready is PortTaken only when its port is held or its words say so") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  socklen_t length = sizeof address;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  const int held = ntohs(address.sin_port);
+  int held = 0;
+  const int fd = bound_loopback_socket(held);
   CHECK_THROWS_AS(skewbench::throw_if_port_taken("it exited", "127.0.0.1", held, "bye"), skewbench::PortTaken);
   ::close(fd);
   CHECK_NOTHROW(skewbench::throw_if_port_taken("it exited", "127.0.0.1", held, "KeyError: 'port'"));
