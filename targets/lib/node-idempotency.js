@@ -1,51 +1,52 @@
 'use strict';
-// @node-idempotency/core 1.0.11 around the effect, whatever the storage
-// adapter: onRequest() before the effect, onResponse() after it, the record
-// keyed by the request's Idempotency-Key (the core's default header,
-// "idempotency-key") and kept for the request's X-Idempotency-TTL
-// (options.cacheTTLMS, per request). The adapter decides where the records
-// live and whose clock expires them (each target's service.js says).
+// @node-idempotency/core in a payment service (./payments.js), as its README
+// sets it up, whatever its storage adapter: onRequest() before the charge,
+// onResponse() after it, the record keyed by method, path and the request's
+// Idempotency-Key and fingerprinted by its body, kept IDEMPOTENCY_TTL_S
+// seconds (the cacheTTLMS option).
+//
+// A key whose record is complete is answered with the response stored for it
+// (the same status and body: a replay is 201 with the first payment, as the
+// charge was); a key whose first request is in progress is 409, the key with
+// another body 422. A failed charge is stored as the key's response too (502),
+// as the README's onResponse({error}) does, so its replays fail alike.
 
-const {Idempotency, IdempotencyError} = require('@node-idempotency/core');
+const {Idempotency, IdempotencyError, IdempotencyErrorCodes} = require('@node-idempotency/core');
+const {paymentOf, charge, requireKey} = require('./payments');
 
-// The request as the core sees it: it finds the key among `headers` (Node's
-// are lower case), fingerprints `body` (the parsed JSON, else the raw text),
-// and builds the record's key from method, path and the Idempotency-Key.
-function idempotencyRequest(request) {
-  let body;
+const kRefusals = {
+  [IdempotencyErrorCodes.REQUEST_IN_PROGRESS]: 409,
+  [IdempotencyErrorCodes.IDEMPOTENCY_FINGERPRINT_MISSMATCH]: 422,
+};
+
+// The response to store for `payment`: the charge's, or its failure's.
+async function charged(providerUrl, payment) {
   try {
-    body = JSON.parse(request.body);
-  } catch (_error) {
-    body = request.body;
+    const provider = await charge(providerUrl, payment);
+    return {body: {...payment, status: 'succeeded', provider}, additional: {status: 201}};
+  } catch (error) {
+    return {body: {error: 'provider_failed', detail: String(error.message)}, additional: {status: 502}};
   }
-  return {method: 'POST', path: '/effects', headers: request.headers, body: body || undefined,
-          options: {cacheTTLMS: request.ttlS * 1000}};
 }
 
-// The `deliver` of effect-service.js over `storage`.
-function nodeIdempotencyDeliver(storage) {
-  const idempotency = new Idempotency(storage);
-  return async function deliver(request) {
-    const req = idempotencyRequest(request);
+// Adds POST /payments to `app`, its records in `storage`.
+function addPaymentsRoute(app, storage, {providerUrl, ttlS}) {
+  const idempotency = new Idempotency(storage, {cacheTTLMS: ttlS * 1000});
+  app.post('/payments', requireKey, async (req, res) => {
+    const payment = paymentOf(req.body);
+    if (!payment) return res.status(400).json({error: 'bad_request'});
+    const request = {method: req.method, path: req.path, headers: req.headers, body: req.body};
     try {
-      // A stored response means the library deduplicated the request;
-      // undefined means it let it run (it has written the IN_PROGRESS record).
-      const cached = await idempotency.onRequest(req);
-      if (cached !== undefined) return;
-      const body = request.effect();
-      // The stored response must be truthy: onRequest returns it as is, and
-      // undefined would read as "run it".
-      await idempotency.onResponse(req, {body, additional: {statusCode: 200}});
+      const stored = await idempotency.onRequest(request);
+      if (stored) return res.status(stored.additional.status).json(stored.body);
     } catch (error) {
-      // In progress, fingerprint mismatch, key too long: effect-service.js
-      // answers 409 with error.name (the library leaves it "Error").
-      if (error instanceof IdempotencyError) {
-        error.name = 'IdempotencyError';
-        error.message = `${error.code}: ${error.message}`;
-      }
-      throw error;
+      if (!(error instanceof IdempotencyError)) throw error;
+      return res.status(kRefusals[error.code] || 400).json({error: error.code, detail: error.message});
     }
-  };
+    const response = await charged(providerUrl, payment);
+    await idempotency.onResponse(request, response);
+    res.status(response.additional.status).json(response.body);
+  });
 }
 
-module.exports = {nodeIdempotencyDeliver};
+module.exports = {addPaymentsRoute};

@@ -1,34 +1,16 @@
 'use strict';
-// @node-idempotency/core 1.0.11 (the Idempotency class) with
-// @node-idempotency/storage-adapter-redis 1.0.2 on $REDIS_URL, outside any
-// framework: onRequest() before the effect, onResponse() after it, the record
-// keyed by the request's Idempotency-Key (the core's default header,
-// "idempotency-key") and kept for the request's X-Idempotency-TTL
-// (options.cacheTTLMS, per request).
-//
-// Expiry: the adapter writes both the IN_PROGRESS record (setIfNotExists) and
-// the COMPLETE record (set) with SET key value [NX] PX ttl
-// (storage-adapter-redis/dist/adapter-redis.js, lines 23-35), so Redis expires
-// the key by its own clock; the service's clock plays no part in it. The
-// COMPLETE write restarts the TTL at the time of the response.
+// A payment service (../lib/payments.js) with @node-idempotency/core
+// (../lib/node-idempotency.js) and its Redis storage adapter on $REDIS_URL:
+// the records written with SET key value [NX] PX ttl, in progress and again
+// complete, so Redis's clock expires them; the service reads no clock.
 
 const {RedisStorageAdapter} = require('@node-idempotency/storage-adapter-redis');
-const {serve} = require('../lib/effect-service');
-const {nodeIdempotencyDeliver} = require('../lib/node-idempotency');
+const {settings, paymentApp, serve} = require('../lib/payments');
+const {addPaymentsRoute} = require('../lib/node-idempotency');
 
-// The adapter makes its own client (redis 4.7.1, @redis/client 1.6.1) from
-// RedisClientOptions and must be connected before the first command.
+const config = settings();
+// The adapter makes its own client from these options; connect() before use.
 const storage = new RedisStorageAdapter({url: process.env.REDIS_URL});
-const deliver = nodeIdempotencyDeliver(storage);
-
-storage.connect().then(
-  () => serve({
-    target: process.env.TARGET || 'node-idempotency-redis',
-    library: '@node-idempotency/core 1.0.11 (storage-adapter-redis 1.0.2, redis 4.7.1)',
-    deliver,
-  }),
-  (error) => {
-    process.stderr.write(`node-idempotency-redis: cannot connect to ${process.env.REDIS_URL}: ${error.message}\n`);
-    process.exit(1);
-  },
-);
+const app = paymentApp();
+addPaymentsRoute(app, storage, config);
+storage.connect().then(() => serve(app, process.env.TARGET || 'node-idempotency-redis', config));

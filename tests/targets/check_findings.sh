@@ -47,8 +47,11 @@ for r in conflicts:
         sys.exit(f"FAIL: {where}: no duplicating exchange with its clock")
     evidence = json.load(open(os.path.join(out, r["evidence"])))
     step = next(s for s in evidence["timeline"] if s["index"] == d["step"])
-    applied = [x for x in step["exchanges"] if x["request"]["path"] == "/effects"
-               and isinstance(x["response"], dict) and x["response"].get("delivery") == "applied"]
+    # The POSTs that applied: the sink's reading of a service of its own wire
+    # (harness.answer_class), the answer of skewbench's protocol otherwise.
+    applied = [x for x in step["exchanges"] if (x.get("harness") or {}).get("answer_class") == "applied"
+               or (x["request"]["path"] == "/effects" and isinstance(x["response"], dict)
+                   and x["response"].get("delivery") == "applied")]
     if not applied or applied[-1]["harness"]["process_clock_s"] != d["instance_clock_s"]:
         sys.exit(f"FAIL: {where}: the evidence has no applied replay at {d['instance_clock_s']}")
     if not step.get("process_clocks"):

@@ -182,3 +182,38 @@ TEST_CASE(
   }
   CHECK(tally.of("op-1") == 0);
 }
+
+TEST_CASE("An answer that does not say applied or replayed is read by the sink: applied when it took a call then") {
+  EffectSink sink(sink_options());
+  PostTally tally;
+  auto wire = payments_wire();
+  wire.by_status = {{201, AnswerClass::applied_or_replayed}};
+  SECTION("a replay that is the first answer as it was sent") {
+    StandIn service(sink, Behaviour::charges_once);
+    OwnWireRemote remote(wire, service.url(), {.timeout_s = 5}, sink, tally, nullptr);
+    const auto first = remote.post_effect(post("op-1"));
+    CHECK(first.answer.delivery == skewbench::remote_effect::Delivery::applied);
+    CHECK(first.harness["answer_class"] == "applied");
+    CHECK(first.harness["answer_rule"] == "applied_or_replayed");
+    const auto again = remote.post_effect(post("op-1"));
+    CHECK(again.answer.delivery == skewbench::remote_effect::Delivery::deduplicated);
+    CHECK(again.harness["answer_class"] == "replayed");
+    CHECK(again.answer.snapshot.effect_count == 1);
+    CHECK(tally.of("op-1") == 2);
+  }
+  SECTION("a replay that charges again is applied, and counted") {
+    StandIn service(sink, Behaviour::honest);
+    OwnWireRemote remote(wire, service.url(), {.timeout_s = 5}, sink, tally, nullptr);
+    remote.post_effect(post("op-1"));
+    const auto again = remote.post_effect(post("op-1"));
+    CHECK(again.harness["answer_class"] == "applied");
+    CHECK(again.answer.snapshot.effect_count == 2);
+  }
+  SECTION("a 2xx while the sink holds no call for the operation is still an error") {
+    StandIn service(sink, Behaviour::performs_elsewhere);
+    OwnWireRemote remote(wire, service.url(), {.timeout_s = 5}, sink, tally, nullptr);
+    CHECK_THROWS_WITH(remote.post_effect(post("op-1")),
+                      ContainsSubstring("answered 201 (replayed) but the effect sink holds no applied call"));
+    CHECK(tally.of("op-1") == 0);
+  }
+}

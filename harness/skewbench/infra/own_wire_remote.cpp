@@ -162,8 +162,16 @@ PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& a
                                         const SinkBefore& before) {
   ex.http_status = answer.status;
   ex.response_body = body_for_evidence(answer.body);
-  const auto kind = classify_answer(wire_, answer.status, answer.body);
-  ex.harness = {{"answer_class", kAnswerClasses.name(kind)}};
+  auto kind = classify_answer(wire_, answer.status, answer.body);
+  if (kind == AnswerClass::applied_or_replayed) {
+    // The answer does not say whether the service performed the effect now
+    // (a library that replays its first answer as it was sent): the sink
+    // does. Applied when it took a call for the operation while the request
+    // was in flight; replayed otherwise, which holds only if it holds one.
+    kind = sink_->applied(r.operation_id) > before.applied ? AnswerClass::applied : AnswerClass::replayed;
+    ex.harness = {{"answer_rule", kAnswerClasses.name(AnswerClass::applied_or_replayed)}};
+  }
+  ex.harness["answer_class"] = kAnswerClasses.name(kind);
   const auto where = "target " + wire_.target + ": " + wire_.method + " " + ex.request["path"].get<std::string>();
   switch (kind) {
     case AnswerClass::error:
@@ -172,6 +180,7 @@ PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& a
           ", which its target file classifies as an error (or does not list): " + text::short_prefix(answer.body));
     case AnswerClass::applied:
     case AnswerClass::replayed:
+    case AnswerClass::applied_or_replayed:  // resolved above
       if (sink_->applied(r.operation_id) == 0) {
         throw InfrastructureError(where + " answered " + std::to_string(answer.status) + " (" +
                                   std::string(kAnswerClasses.name(kind)) +

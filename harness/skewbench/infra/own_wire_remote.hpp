@@ -9,7 +9,9 @@
 //    headers, body, with {operation_id}, {idempotency_key} and {amount}),
 //    sends it through the instance's fault proxy (ack loss is the proxy's
 //    drop_ack), and classifies the answer by the target's rules: applied,
-//    replayed, refused (in progress, payload mismatch) or error;
+//    replayed, refused (in progress, payload mismatch) or error; an answer
+//    the rules call applied_or_replayed is applied when the sink took a call
+//    for the operation while the request was in flight, replayed otherwise;
 //  - every snapshot (the POST's, status()) is counted by skewbench: effects
 //    are the sink's applied calls for the operation, POSTs the ones this
 //    client sent that the service took, acknowledgements dropped the proxy's.
@@ -42,6 +44,8 @@ namespace skewbench::infra {
 enum class AnswerClass {
   applied,              // it performed the effect now
   replayed,             // it answered from its idempotency record: nothing new
+  applied_or_replayed,  // a 2xx that does not say which (a replay that is the
+                        // first answer as it was sent): the sink tells
   refused_in_progress,  // the key's first request is still in flight
   refused_mismatch,     // the key was used with another payload
   error,                // anything else: an ERROR row
@@ -49,6 +53,7 @@ enum class AnswerClass {
 inline constexpr auto kAnswerClasses =
     vocabulary<AnswerClass>({{AnswerClass::applied, "applied"},
                              {AnswerClass::replayed, "replayed"},
+                             {AnswerClass::applied_or_replayed, "applied_or_replayed"},
                              {AnswerClass::refused_in_progress, "refused_in_progress"},
                              {AnswerClass::refused_mismatch, "refused_mismatch"},
                              {AnswerClass::error, "error"}});

@@ -75,8 +75,10 @@ constexpr std::string_view kTemplate = R"(// target.json of NAME: a service of i
   },
 
   // How its answer reads: "applied" (it performed the effect now),
-  // "replayed" (it answered from its record), "refused_in_progress",
-  // "refused_mismatch" (the key was reused with another body) or "error".
+  // "replayed" (it answered from its record), "applied_or_replayed" (a
+  // replay that is the first answer as it was sent, the same status and
+  // body: the sink tells which), "refused_in_progress", "refused_mismatch"
+  // (the key was reused with another body) or "error".
   // A status not listed is an error. To read a string field of the answer
   // (first, then the status when the field or its value is not listed; the
   // status rules may then be left out):
