@@ -14,8 +14,8 @@
 // POST /payments answers 201 with the payment when it charged, 200 with the
 // stored payment when Powertools replayed it (the config's responseHook marks
 // a replay), 409 while the key's record is in progress, 502 when the provider
-// failed (Powertools then deletes the
-// record), 503 when the persistence layer failed.
+// failed (Powertools then deletes the record), 503 when the persistence layer
+// failed.
 //
 // No Lambda context is registered (a plain Node.js server has none), so a
 // record in progress carries no in-progress expiry: a request that dies while
