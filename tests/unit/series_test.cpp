@@ -181,15 +181,20 @@ TEST_CASE("steps keep their order: one commit, before any delivery, and recovery
     std::vector<std::string> kinds;
     std::string error;
   };
-  const auto c = GENERATE(Case{{"commit_operation", "commit_operation", "post_effect", "recover"},
-                               "x.json: $.steps[1].kind: the operation is already committed by an earlier step"},
-                          Case{{"post_effect", "commit_operation", "recover"},
-                               "x.json: $.steps[0].kind: post_effect needs an earlier commit_operation step"},
-                          Case{{"recover", "commit_operation", "post_effect"},
-                               "x.json: $.steps[0].kind: recover needs an earlier commit_operation step"},
-                          Case{{"commit_operation", "recover", "post_effect"},
-                               "x.json: $.steps[1].kind: recover needs an earlier post_effect step"},
-                          Case{{"commit_operation", "observe", "post_effect", "observe", "recover"}, ""});
+  const auto c = GENERATE(
+      Case{{"commit_operation", "commit_operation", "post_effect", "recover"},
+           "x.json: $.steps[1].kind: the operation is already committed by an earlier step"},
+      Case{{"post_effect", "commit_operation", "recover"},
+           "x.json: $.steps[0].kind: post_effect needs an earlier commit_operation step"},
+      Case{{"recover", "commit_operation", "post_effect"},
+           "x.json: $.steps[0].kind: recover needs an earlier commit_operation step"},
+      Case{{"commit_operation", "recover", "post_effect"},
+           "x.json: $.steps[1].kind: recover needs an earlier post_concurrent or post_effect or post_held step"},
+      Case{{"commit_operation", "post_held", "post_concurrent"},
+           "x.json: $.steps[1].kind: post_held leaves a provider call held: a later step must "
+           "release it (release_provider)"},
+
+      Case{{"commit_operation", "observe", "post_effect", "observe", "recover"}, ""});
   auto doc = reconcile_first_doc();
   doc["steps"] = json::array();
   for (const auto& kind : c.kinds) doc["steps"].push_back(json{{"kind", kind}, {"node", "w"}, {"at_s", 0}});
@@ -213,8 +218,9 @@ TEST_CASE("scenario settings are validated with their JSON path") {
   doc = reconcile_first_doc();
   doc["steps"].insert(doc["steps"].begin() + 1,
                       json::object({{"kind", "bind_temporal_epoch"}, {"node", "w"}, {"at_s", 0}}));
-  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
-                    "x.json: $.steps[1].kind: bind_temporal_epoch needs an earlier post_effect step");
+  CHECK_THROWS_WITH(
+      scenario::parse_scenario(doc, "x.json"),
+      "x.json: $.steps[1].kind: bind_temporal_epoch needs an earlier post_concurrent or post_effect or post_held step");
 }
 
 TEST_CASE("a node's watermark is the largest time it has read, across a rollback") {

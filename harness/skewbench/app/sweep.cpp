@@ -255,6 +255,12 @@ bool grid_is_sweepable(const SweepRequest& request, const sweep::Grid& grid, con
                  " step, which restarts or hangs a service the sweep's cells share; a sweep cannot run it");
     return false;
   }
+  if (const auto kinds = base.kinds_that(&steps::StepNeeds::provider_control); !kinds.empty()) {
+    observer.say(request.grid_path + ": the base scenario has a " + text::join(kinds, " and a ") +
+                 " step, which needs a service whose provider calls reach skewbench's effect sink; a sweep runs " +
+                 "remote-effect, which performs its effect itself (use skewbench run --target)");
+    return false;
+  }
   if (base.instance_count() > 1) {
     // Each job has one instance of its own; instances per node would each need several.
     observer.say(request.grid_path + ": the base scenario runs an instance of the service per node " +

@@ -102,6 +102,10 @@ std::optional<std::string> not_runnable(const targets::Target& target, const sce
   if (!target.store && !s.kinds_that(&steps::StepNeeds::store_control).empty()) {
     return "the target has no store process to restart";
   }
+  if (!target.own_wire && !s.kinds_that(&steps::StepNeeds::provider_control).empty()) {
+    return "the service performs its effect itself, not through a provider call to skewbench's effect sink, so "
+           "no call can be held";
+  }
   if (target.own_wire) {
     // What runner::own_wire_problem refuses in a run, a row of its own here.
     if (target.ttl_s && s.ttl_s != *target.ttl_s) {

@@ -67,7 +67,8 @@ AnswerClass classify_answer(const OwnWire& wire, int status, const std::string& 
 OwnWireRemote::OwnWireRemote(OwnWire wire, const std::string& driver_url, HttpLimits limits, const EffectSink& sink,
                              PostTally& tally, const FaultCounts* proxy_counts)
     : wire_(std::move(wire)),
-      transport_(driver_url, limits, WireOptions{.sends_logical_time = false, .ack_loss = AckLoss::proxy}),
+      driver_url_(driver_url),
+      limits_(limits),
       sink_(&sink),
       tally_(&tally),
       proxy_counts_(proxy_counts) {}
@@ -82,6 +83,22 @@ protocol::StatusAnswer OwnWireRemote::counted(const std::string& operation_id) c
   answer.post_requests = tally_->of(operation_id) + dropped;
   answer.ack_drops = dropped;
   return answer;
+}
+
+OwnWireRemote::Lease::Lease(OwnWireRemote& remote) : remote_(&remote) {
+  const std::lock_guard lock(remote.transports_mutex_);
+  if (!remote.idle_transports_.empty()) {
+    transport_ = std::move(remote.idle_transports_.back());
+    remote.idle_transports_.pop_back();
+    return;
+  }
+  transport_ = std::make_unique<HttpRemote>(remote.driver_url_, remote.limits_,
+                                            WireOptions{.sends_logical_time = false, .ack_loss = AckLoss::proxy});
+}
+
+OwnWireRemote::Lease::~Lease() {
+  const std::lock_guard lock(remote_->transports_mutex_);
+  remote_->idle_transports_.push_back(std::move(transport_));
 }
 
 PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
@@ -100,9 +117,10 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
   const auto proxy_before = proxy_counts_ ? proxy_counts_->of(r.operation_id) : ProxyCounts{};
   const auto dropped_before = proxy_before.ack_drops;
   const SinkBefore before{.applied = sink_->applied(r.operation_id), .calls = sink_->call_count()};
+  const Lease transport(*this);
   const auto answer = [&] {
     try {
-      return transport_.exchange(wire_.method, path, wire_headers, body);
+      return transport->exchange(wire_.method, path, wire_headers, body);
     } catch (const InfrastructureError& e) {
       throw InfrastructureError("target " + wire_.target + ": " + e.what());  // no answer within the deadline
     }
@@ -133,9 +151,9 @@ PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
       }
       return ex;
     }
-    throw InfrastructureError("target " + wire_.target + ": " + transport_.name(wire_.method, path) +
+    throw InfrastructureError("target " + wire_.target + ": " + transport->name(wire_.method, path) +
                               (r.drop_ack ? " (drop_ack by the fault proxy)" : "") + ": " +
-                              transport_.describe_failure(answer) +
+                              transport->describe_failure(answer) +
                               (r.drop_ack ? "" : "; this POST was not meant to lose its answer"));
   }
   return read_answer(std::move(ex), answer, r, before);

@@ -100,6 +100,7 @@ class PostTally {
   std::map<std::string, std::int64_t> taken_;
 };
 
+// Thread-safe: POSTs may be in flight together.
 class OwnWireRemote final : public RemoteApi {
  public:
   // `driver_url`: where requests go (the instance's fault proxy, with
@@ -136,8 +137,27 @@ class OwnWireRemote final : public RemoteApi {
   // target's rule read in each), for a message.
   std::string no_sink_call(const SinkBefore& before) const;
 
+  // A transport carries one exchange at a time: a POST sent while another
+  // is in flight (steps/in_flight_steps.cpp) takes one of its own, kept
+  // for the next.
+  class Lease {
+   public:
+    explicit Lease(OwnWireRemote& remote);
+    ~Lease();
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    HttpRemote* operator->() const { return transport_.get(); }
+
+   private:
+    OwnWireRemote* remote_;
+    std::unique_ptr<HttpRemote> transport_;
+  };
+
   OwnWire wire_;
-  HttpRemote transport_;
+  std::string driver_url_;
+  HttpLimits limits_;
+  std::mutex transports_mutex_;
+  std::vector<std::unique_ptr<HttpRemote>> idle_transports_;
   const EffectSink* sink_;
   PostTally* tally_;
   const FaultCounts* proxy_counts_;

@@ -84,6 +84,7 @@ ProcessClock::ProcessClock(fs::path timestamp_file, fs::path library, std::int64
 void ProcessClock::set(std::int64_t unix_s) {
   if (auto problem = process_clock_range_problem(unix_s)) throw InfrastructureError(*problem);
   // A new file renamed over the old: the process reads the whole line, old or new.
+  const std::lock_guard lock(writing_);
   auto staged = timestamp_file_;
   staged += ".next";
   try {

@@ -11,9 +11,11 @@
 // step back of the wall clock is not a step back of monotonic time.
 // docs/real-clocks.md says what libfaketime intercepts and what it does not.
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,10 +64,10 @@ class ProcessClock {
 
   // Sets the process's wall clock to `unix_s`. Throws InfrastructureError
   // when `unix_s` is outside [kMinProcessClockS, kMaxProcessClockS] or the file
-  // cannot be written.
+  // cannot be written. Thread-safe: POSTs in flight together each set it.
   void set(std::int64_t unix_s);
   // The second last written.
-  std::int64_t now_s() const { return now_s_; }
+  std::int64_t now_s() const { return now_s_.load(); }
 
   const std::filesystem::path& timestamp_file() const { return timestamp_file_; }
   const std::filesystem::path& library() const { return library_; }
@@ -79,7 +81,8 @@ class ProcessClock {
   std::filesystem::path timestamp_file_;
   std::filesystem::path library_;
   ClockLibrary kind_ = ClockLibrary::libfaketime;
-  std::int64_t now_s_ = 0;
+  std::mutex writing_;  // one writer of the staged file at a time
+  std::atomic<std::int64_t> now_s_ = 0;
 };
 
 // Why a time cannot be a process clock's, or nothing.

@@ -157,6 +157,7 @@ void run_step(const scenario::Scenario& s, std::size_t i, steps::StepContext& co
               ScenarioResult& result) {
   const auto& step = *s.steps[i].step;
   context.step_reference_s = context.reference_time(step.at_s());
+  context.step_index = i;
   instances.drive_clocks();
   StepRecord record{.index = i,
                     .kind = std::string(step.kind()),
@@ -232,9 +233,12 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .operation = s.operation,
                              .node_remotes = {},
                              .step_reference_s = s.t0_s,
+                             .step_index = 0,
+                             .effect_sink = options_.effect_sink,
                              .posts_sent = 0,
                              .bound_temporal_epoch = std::nullopt,
-                             .watermarks_s = {}};
+                             .watermarks_s = {},
+                             .in_flight = {}};
   const auto first_sink_call = sink_calls_seen_;
   if (options_.effect_sink) options_.effect_sink->begin_window();
   try {
@@ -275,9 +279,16 @@ void ScenarioRunner::execute(const scenario::Scenario& s, steps::StepContext& co
   ScenarioInstances instances(s, context, remote_, options_.instances);
   // The processes every later answer must come from.
   context.ledger.boot_ids = context.boot_ids();
-  for (std::size_t i = 0; i < s.steps.size(); ++i) {
-    if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
-    run_step(s, i, context, instances, result);
+  try {
+    for (std::size_t i = 0; i < s.steps.size(); ++i) {
+      if (options_.interrupted && options_.interrupted->load()) throw Interrupted();
+      run_step(s, i, context, instances, result);
+    }
+    if (const auto left = steps::in_flight_left(context)) throw InfrastructureError(*left);
+  } catch (...) {
+    // A POST in flight reaches the service through `instances`: it ends first.
+    steps::abandon_in_flight(context);
+    throw;
   }
   const auto last_at_s = s.steps.back().step->at_s();
   settle_sink_callers();

@@ -342,6 +342,15 @@ std::optional<std::string> control_step_problem(const StackOptions& services,
     }
   }
   for (const auto& s : scenarios) {
+    if (!services.own_wire) {
+      if (const auto kinds = s.kinds_that(&steps::StepNeeds::provider_control); !kinds.empty()) {
+        return s.source + ": " + text::join(kinds, " and ") + (kinds.size() == 1 ? " needs" : " need") +
+               " a service whose provider calls reach skewbench's effect sink (a target of its own wire, --target); " +
+               "this one performs its effect itself";
+      }
+    }
+  }
+  for (const auto& s : scenarios) {
     if (services.remote_url && s.needs_remote_control()) {
       const auto kinds = s.kinds_that(&steps::StepNeeds::remote_control);
       return s.source + ": " + text::join(kinds, " and ") + (kinds.size() == 1 ? " needs" : " need") +

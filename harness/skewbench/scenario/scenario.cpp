@@ -79,17 +79,22 @@ std::string playing(steps::StepRole role) {
 }
 
 // Structural rules no single step can check: the operation is committed once,
-// before it is delivered, and recovery follows a delivery attempt. The rules
+// before it is delivered, recovery follows a delivery attempt, and a provider
+// call held is released by a later step. The rules
 // follow the steps' roles, so a new delivery or recovery kind obeys them too.
 void check_step_order(const std::vector<ScenarioStep>& steps_list) {
   using steps::StepRole;
   bool committed = false;
   bool posted = false;
+  constexpr auto kNone = static_cast<std::size_t>(-1);
+  std::size_t holding = kNone;  // a step that left a provider call held, not yet released
   for (std::size_t i = 0; i < steps_list.size(); ++i) {
     const auto& step = *steps_list[i].step;
     const auto kind = std::string(step.kind());
     const auto role = step.role();
     const auto path = index_path("$.steps", i) + ".kind";
+    if (step.needs().releases_provider_calls) holding = kNone;
+    if (step.needs().holds_provider_call && holding == kNone) holding = i;
     if (role == StepRole::Setup) {
       if (committed) throw InputError(path, "the operation is already committed by an earlier step");
       committed = true;
@@ -102,6 +107,11 @@ void check_step_order(const std::vector<ScenarioStep>& steps_list) {
       }
       posted = posted || role == StepRole::Delivery;
     }
+  }
+  if (holding != kNone) {
+    throw InputError(index_path("$.steps", holding) + ".kind",
+                     std::string(steps_list[holding].step->kind()) +
+                         " leaves a provider call held: a later step must release it (release_provider)");
   }
 }
 

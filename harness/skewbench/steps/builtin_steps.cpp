@@ -455,14 +455,6 @@ const std::vector<std::string> kDeliveries = {
     std::string(remote_effect::delivery_name(remote_effect::Delivery::deduplicated)),
     std::string(remote_effect::delivery_name(remote_effect::Delivery::fenced_out))};
 
-ObservedField integer() { return {FieldType::Integer, {}}; }
-ObservedField nullable_integer() { return {FieldType::NullableInteger, {}}; }
-ObservedField boolean() { return {FieldType::Boolean, {}}; }
-ObservedField string_of(std::vector<std::string> allowed) { return {FieldType::String, std::move(allowed)}; }
-ObservedField nullable_string_of(std::vector<std::string> allowed) {
-  return {FieldType::NullableString, std::move(allowed)};
-}
-
 // --- the kinds as registered ----------------------------------------------
 
 StepKind commit_operation_kind() {
@@ -626,6 +618,7 @@ StepRegistry make_builtin_registry() {
   r.add(pause_remote_kind());
   r.add(restart_database_kind());
   add_series_steps(r);
+  add_in_flight_steps(r);
   return r;
 }
 

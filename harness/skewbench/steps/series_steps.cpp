@@ -105,22 +105,21 @@ class BindTemporalEpochStep final : public Step {
 }  // namespace
 
 void add_series_steps(StepRegistry& r) {
-  const ObservedField integer{FieldType::Integer, {}};
   r.add({"gc",
          "expiry cleanup on the remote at the node's clock: removes the operation's expired idempotency records "
          "and advances the temporal epoch when it removed any",
          StepRole::Maintenance,
-         {{"logical_time_s", integer},
-          {"removed_records", integer},
-          {"temporal_epoch_before", integer},
-          {"temporal_epoch_after", integer}},
+         {{"logical_time_s", integer()},
+          {"removed_records", integer()},
+          {"temporal_epoch_before", integer()},
+          {"temporal_epoch_after", integer()}},
          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
            return std::make_unique<GcStep>(at_s, require_node(spec, ctx));
          }});
   r.add({"bind_temporal_epoch",
          "read the remote's temporal epoch after the first POST; later replays carry it as a fence",
          StepRole::Maintenance,
-         {{"temporal_epoch", integer}},
+         {{"temporal_epoch", integer()}},
          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
            return std::make_unique<BindTemporalEpochStep>(at_s, require_node(spec, ctx));
          }});

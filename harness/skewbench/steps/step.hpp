@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "common/json_reader.hpp"
 #include "common/registry.hpp"
 #include "common/vocabulary.hpp"
+#include "infra/effect_sink.hpp"
 #include "infra/ports.hpp"
 #include "infra/remote_snapshot.hpp"
 #include "policy/policy.hpp"
@@ -93,6 +95,17 @@ struct DeliveryKey {
   std::string name;  // as published: the stable key name or a minted one
 };
 
+// A POST a step sent and left in flight (steps/in_flight_steps.cpp): its
+// answer arrives on another thread and is collected by a later step, or by
+// abandon_in_flight() before the scenario ends.
+struct InFlightPost {
+  std::size_t step_index = 0;  // the step that sent it
+  std::string step_kind;
+  LogicalSeconds logical_time_s = 0;  // the sending node's reading
+  DeliveryKey key;
+  std::future<infra::PostExchange> answer;
+};
+
 // Everything a step may read or touch while it runs.
 struct StepContext {
   LogicalSeconds t0_s = 0;
@@ -118,11 +131,18 @@ struct StepContext {
   // The reference time of the step that runs now (of the last step during the
   // closing measurement): the time an instance on a node's clock reads at.
   LogicalSeconds step_reference_s = 0;
+  std::size_t step_index = 0;  // the index of the step that runs now
+
+  // The sink the service calls as its provider, when it is skewbench's
+  // (a target of its own wire); null when the service performs its effect
+  // itself (remote-effect). Steps that hold or fail a provider call need it.
+  infra::EffectSink* effect_sink = nullptr;
 
   // State that recovery carries between steps.
   int posts_sent = 0;                                  // delivery POSTs so far (numbers minted keys)
   std::optional<std::int64_t> bound_temporal_epoch;    // set by bind_temporal_epoch: replays carry a fence
   std::map<std::string, LogicalSeconds> watermarks_s;  // per node: the largest time it has read
+  std::vector<InFlightPost> in_flight;                 // POSTs sent and not yet answered
 
   LogicalSeconds reference_time(LogicalSeconds at_s) const { return t0_s + at_s; }
   // The first instance of the service, which steps without a node reach.
@@ -178,6 +198,14 @@ struct StepNeeds {
   // memory may come back without them (docs/evidence.md, "Counts a service
   // reports"). No other step may change a boot_id or see a count fall.
   bool restarts_service = false;
+  // It holds or releases the service's provider calls at skewbench's effect
+  // sink: only a service whose effects are calls to that sink (a target of
+  // its own wire).
+  bool provider_control = false;
+  // It leaves a provider call held: a later step must release it.
+  bool holds_provider_call = false;
+  // It releases every held provider call and collects the POSTs in flight.
+  bool releases_provider_calls = false;
 };
 
 // What a recovery decided, typed: the verdict reads this, never the observed
@@ -236,6 +264,15 @@ struct ObservedField {
 
 using ObservedFields = std::map<std::string, ObservedField, std::less<>>;
 
+// An observed field's declaration, as a kind's registration writes it.
+inline ObservedField integer() { return {FieldType::Integer, {}}; }
+inline ObservedField nullable_integer() { return {FieldType::NullableInteger, {}}; }
+inline ObservedField boolean() { return {FieldType::Boolean, {}}; }
+inline ObservedField string_of(std::vector<std::string> allowed) { return {FieldType::String, std::move(allowed)}; }
+inline ObservedField nullable_string_of(std::vector<std::string> allowed) {
+  return {FieldType::NullableString, std::move(allowed)};
+}
+
 // What a factory gets besides the step's own JSON object.
 struct StepParseContext {
   const std::set<std::string>& node_ids;
@@ -270,12 +307,24 @@ class StepRegistry : public Registry<StepKind> {
 std::vector<std::string> kinds_playing(const StepRegistry& registry, StepRole role);
 
 // commit_operation, post_effect, observe, recover, set_clock_offset,
-// restart_remote, restart_store, pause_remote, restart_database, and the
-// series kinds (gc, bind_temporal_epoch).
+// restart_remote, restart_store, pause_remote, restart_database, the
+// series kinds (gc, bind_temporal_epoch) and the in-flight kinds (post_held,
+// post_concurrent, release_provider).
 const StepRegistry& builtin_steps();
 
 // Registers the step kinds the #015-#019 series adds (steps/series_steps.cpp).
 void add_series_steps(StepRegistry& registry);
+
+// Registers the step kinds that make requests overlap: post_held,
+// post_concurrent and release_provider (steps/in_flight_steps.cpp).
+void add_in_flight_steps(StepRegistry& registry);
+
+// Why the scenario cannot end yet: the first POST still in flight, named by
+// the step that sent it; nullopt when none is.
+std::optional<std::string> in_flight_left(const StepContext& context);
+// Releases what the sink holds for the operation and waits for every POST in
+// flight to end, keeping none of their answers (a scenario that ends in ERROR).
+void abandon_in_flight(StepContext& context);
 
 // The step's "node", which must be one of the scenario's nodes; throws InputError.
 std::string require_node(ObjectReader& spec, const StepParseContext& context);
