@@ -74,7 +74,7 @@ json evidence(std::int64_t replay_s, std::optional<std::int64_t> store_s, const 
   return {{"scenario_id", "s"},
           {"verdict", effects >= 2 ? "CONFLICT" : "SAFE"},
           {"input", {{"ttl_s", 60}}},
-          {"final", {{"post_requests", 2}, {"effect_count", effects}}},
+          {"final", {{"post_requests", 2}, {"effect_count", effects}, {"ack_drops", 1}}},
           {"error", nullptr},
           {"timeline",
            {{{"index", 1}, {"kind", "post_effect"}, {"exchanges", {post(1000, "svc", nullptr)}}},
@@ -424,7 +424,19 @@ TEST_CASE("a duplicate across instances names no clock when the target's instanc
           targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc@2"), "skewed")};
   targets::qualify_across_instances(rows);
   CHECK(rows[1].decided_by == "instance");
-  // Without a measured control, no clock is named for a duplicate across instances.
+  // Two requests in flight that charged twice across instances lost no
+  // answer: no replay, no clock, and no control of record sharing.
+  auto in_flight = evidence(1001, std::nullopt, "applied", 2, "svc@2");
+  in_flight["final"]["ack_drops"] = 0;
+  rows = {targets::finding_of("t", evidence(1010, std::nullopt, "deduplicated", 1, "svc@2"), "agree"),
+          targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc@2"), "skewed"),
+          targets::finding_of("t", in_flight, "in flight")};
+  CHECK(rows[2].decided_by == "n/a");
+  CHECK_FALSE(rows[2].across_instances);
+  CHECK_FALSE(rows[2].duplicate.is_null());  // its duplicate is still named
+  targets::qualify_across_instances(rows);
+  CHECK(rows[1].decided_by == "instance");
+    // Without a measured control, no clock is named for a duplicate across instances.
   rows = {targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc@2"), "skewed")};
   targets::qualify_across_instances(rows);
   CHECK(rows[0].decided_by == "n/a");

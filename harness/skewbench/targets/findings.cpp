@@ -89,6 +89,10 @@ void decide(FindingRow& row, const json& evidence) {
   row.decided_by = kNotApplicable;
   const auto posts = posts_of(evidence);
   if (posts.size() < 2) return;
+  // A replay answers a lost acknowledgement. A scenario that lost none (two
+  // requests in flight together) names no clock and is no control of record
+  // sharing; its duplicate is still named.
+  const bool lost_answer = integer_at(evidence.value("final", json::object()), "ack_drops").value_or(0) > 0;
   const auto& first = *posts.front().exchange;
   const auto& replay = posts.back();
   const auto first_s = time_of(first);
@@ -101,12 +105,12 @@ void decide(FindingRow& row, const json& evidence) {
   // time it held when the key was written.
   const auto store_first_s = store_clock_of(*posts.front().step);
   const auto store_expires_at_s = store_first_s ? *store_first_s + *ttl_s : expires_at_s;
-  const bool instance_past = *instance_s >= expires_at_s;
-  const bool store_past = store_s && *store_s >= store_expires_at_s;
+  const bool instance_past = lost_answer && *instance_s >= expires_at_s;
+  const bool store_past = lost_answer && store_s && *store_s >= store_expires_at_s;
   const auto instance_of = [](const json& exchange) {
     return exchange.value("harness", json::object()).value("instance", json());
   };
-  row.across_instances = instance_of(first) != instance_of(*replay.exchange);
+  row.across_instances = lost_answer && instance_of(first) != instance_of(*replay.exchange);
   row.clock_past_expiry = instance_past || store_past;
   const auto delivery = delivery_of(*replay.exchange);
   if (delivery == "applied") {
