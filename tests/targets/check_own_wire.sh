@@ -71,17 +71,8 @@ print("ok: CONFLICT, 2 effects counted at the sink, one call from each instance"
 PY
 
 # lying_copy NAME SED: a copy of the example as target NAME, its service
-# changed by the sed expression SED (which must change it).
-lying_copy() {
-  mkdir -p "$scratch/$1"
-  sed "$2" "$example/service.py" >"$scratch/$1/service.py"
-  if cmp -s "$example/service.py" "$scratch/$1/service.py"; then
-    echo "FAIL: the copy $1 of the service is the service itself"
-    exit 1
-  fi
-  python3 -c 'import json, sys; json.dump(dict(json.load(open(sys.argv[1])), name=sys.argv[3]), open(sys.argv[2], "w"))' \
-    "$example/target.json" "$scratch/$1/target.json" "$1"
-}
+# changed by the sed expression SED.
+lying_copy() { changed_copy "$example" "$1" "$2"; }
 
 # The same service lying: every charge it makes is answered 200, "replayed"
 # by its target's rules. The effects are counted at the sink, so the verdict

@@ -68,3 +68,18 @@ run_expecting() {
     fi
   done
 }
+
+# changed_copy EXAMPLE NAME SED: a copy of the service folder EXAMPLE as
+# target NAME under $scratch, its service.py changed by the sed expression
+# SED (which must change it).
+changed_copy() {
+  local example=$1 name=$2
+  mkdir -p "$scratch/$name"
+  sed "$3" "$example/service.py" >"$scratch/$name/service.py"
+  if cmp -s "$example/service.py" "$scratch/$name/service.py"; then
+    echo "FAIL: the copy $name of the service is the service itself"
+    exit 1
+  fi
+  python3 -c 'import json, sys; json.dump(dict(json.load(open(sys.argv[1])), name=sys.argv[3]), open(sys.argv[2], "w"))' \
+    "$example/target.json" "$scratch/$name/target.json" "$name"
+}

@@ -436,7 +436,7 @@ TEST_CASE("a duplicate across instances names no clock when the target's instanc
   CHECK_FALSE(rows[2].duplicate.is_null());  // its duplicate is still named
   targets::qualify_across_instances(rows);
   CHECK(rows[1].decided_by == "instance");
-    // Without a measured control, no clock is named for a duplicate across instances.
+  // Without a measured control, no clock is named for a duplicate across instances.
   rows = {targets::finding_of("t", evidence(1070, std::nullopt, "applied", 2, "svc@2"), "skewed")};
   targets::qualify_across_instances(rows);
   CHECK(rows[0].decided_by == "n/a");
