@@ -37,6 +37,7 @@ enum class Behaviour {
   no_in_progress_record,  // the record is written once the charge returned: a second request charges too
   waits_for_first,        // the key is locked across the charge: a second request waits, then replays
   never_answers,          // takes the request and never answers it (until the stand-in stops)
+  errs_after_charge,      // refuses a key in progress; charges, then answers 500 with bytes that are not text
 };
 
 class StandIn {
@@ -75,7 +76,8 @@ class StandIn {
       response.status = 200;
       return;
     }
-    if (state_[key] == "in_progress" && behaviour_ == Behaviour::refuses_in_progress) {
+    const bool refuses = behaviour_ == Behaviour::refuses_in_progress || behaviour_ == Behaviour::errs_after_charge;
+    if (state_[key] == "in_progress" && refuses) {
       response.status = 409;
       return;
     }
@@ -87,6 +89,10 @@ class StandIn {
     state_[key] = charged && charged->status == 200 ? "completed" : "";
     changed_.notify_all();
     response.status = charged && charged->status == 200 ? 201 : 502;
+    if (behaviour_ == Behaviour::errs_after_charge) {
+      response.status = 500;
+      response.set_content(std::string("\xff\xfe\x01 failed", 10), "application/octet-stream");
+    }
   }
 
   httplib::Server server_;
@@ -251,6 +257,17 @@ TEST_CASE("in flight: a POST still unanswered when the scenario ends makes it an
   REQUIRE(r.error);
   CHECK_THAT(*r.error, ContainsSubstring("step 1 (post_concurrent) sent a POST still in flight when the scenario "
                                          "ended: a release_provider step after it collects its answer"));
+}
+
+TEST_CASE("in flight: a held POST the service answers with an error after the release is an ERROR, never a verdict") {
+  Rig rig(Behaviour::errs_after_charge);
+  const auto r = rig.run(shipped("020-in-flight-same-instance.json"));
+  CHECK(r.verdict == runner::Verdict::Error);
+  CHECK_FALSE(r.pass);
+  REQUIRE(r.error);
+  CHECK_THAT(*r.error, ContainsSubstring("step 3 (release_provider): the POST step 1 (post_held) sent: target app: "
+                                         "POST /payments answered 500"));
+  CHECK(observed(r, 2)["refused_answers"] == 1);  // the second POST, refused while the first was held
 }
 
 TEST_CASE("in flight: a held call needs a later release, and the steps' fields are validated with their path") {
