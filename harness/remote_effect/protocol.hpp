@@ -221,6 +221,9 @@ std::optional<RequestError> check_fence(const std::optional<std::int64_t>& fence
 nlohmann::json fenced_out_json(std::int64_t expected_epoch, std::int64_t current_epoch);
 
 // What a client sends as POST /effects.
+// The amount every POST charges unless its step names another.
+inline constexpr std::int64_t kDefaultAmount = 1000;
+
 struct PostEffect {
   std::string operation_id;
   std::string idempotency_key;
@@ -231,6 +234,9 @@ struct PostEffect {
   // When set, the POST carries the temporal fence (X-Require-Temporal-Fence: 1,
   // X-Expected-Temporal-Epoch: N) and the service refuses it on any other epoch.
   std::optional<std::int64_t> expected_temporal_epoch;
+  // What the request charges: the {amount} of a service of its own wire. A
+  // request with another amount carries another body (see body_with_amount).
+  std::int64_t amount = kDefaultAmount;
 };
 // Its protocol headers, in the order the driver writes them.
 std::vector<std::pair<std::string, std::string>> post_effect_headers(const PostEffect& request);

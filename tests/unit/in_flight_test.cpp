@@ -2,9 +2,10 @@
 // scenario runner against a stand-in payment service on loopback whose
 // provider is a real effect sink: a POST whose provider call the sink holds,
 // the same POST again while it is held, the release, POSTs sent at once. The
-// stand-in is written three ways (it refuses a key in progress, it keeps no
+// stand-in is written several ways (it refuses a key in progress, it keeps no
 // record until the charge returns, it makes the second request wait for the
-// first), and the verdict follows what the sink counted, never the service.
+// first; it checks the body of a key it completed, or charges another body
+// again), and the verdict follows what the sink counted, never the service.
 
 #include <condition_variable>
 #include <map>
@@ -23,6 +24,7 @@
 #include "infra/in_process.hpp"
 #include "infra/own_wire_remote.hpp"
 #include "runner/runner.hpp"
+#include "runner/session.hpp"
 #include "scenario/scenario.hpp"
 #include "steps/step.hpp"
 
@@ -38,6 +40,8 @@ enum class Behaviour {
   waits_for_first,        // the key is locked across the charge: a second request waits, then replays
   never_answers,          // takes the request and never answers it (until the stand-in stops)
   errs_after_charge,      // refuses a key in progress; charges, then answers 500 with bytes that are not text
+  checks_body,            // refuses a key in progress; a completed key with another body gets 422
+  charges_other_body,     // refuses a key in progress; a completed key with another body is charged again
 };
 
 class StandIn {
@@ -72,11 +76,17 @@ class StandIn {
     if (behaviour_ == Behaviour::waits_for_first) {
       changed_.wait(lock, [&] { return state_[key] != "in_progress"; });
     }
-    if (state_[key] == "completed") {
+    const bool other_body = bodies_.contains(key) && bodies_[key] != request.body;
+    if (state_[key] == "completed" && other_body && behaviour_ == Behaviour::checks_body) {
+      response.status = 422;
+      return;
+    }
+    if (state_[key] == "completed" && !(other_body && behaviour_ == Behaviour::charges_other_body)) {
       response.status = 200;
       return;
     }
-    const bool refuses = behaviour_ == Behaviour::refuses_in_progress || behaviour_ == Behaviour::errs_after_charge;
+    bodies_[key] = request.body;
+    const bool refuses = behaviour_ != Behaviour::no_in_progress_record && behaviour_ != Behaviour::waits_for_first;
     if (state_[key] == "in_progress" && refuses) {
       response.status = 409;
       return;
@@ -103,6 +113,7 @@ class StandIn {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, std::string> state_;
+  std::map<std::string, std::string> bodies_;  // the body each key was first charged with
   bool stopping_ = false;
 };
 
@@ -114,20 +125,21 @@ infra::OwnWire payments_wire() {
   wire.body = R"({"order_id":"{operation_id}","amount":{amount}})";
   wire.by_status = {{201, infra::AnswerClass::applied},
                     {200, infra::AnswerClass::replayed},
-                    {409, infra::AnswerClass::refused_in_progress}};
+                    {409, infra::AnswerClass::refused_in_progress},
+                    {422, infra::AnswerClass::refused_mismatch}};
   return wire;
 }
 
 // A service of its own wire, its sink and the runner, for one test.
 struct Rig {
-  explicit Rig(Behaviour behaviour)
+  explicit Rig(Behaviour behaviour, infra::OwnWire wire = payments_wire())
       : sink({.operation_id = {.from = infra::OperationIdSource::From::json_pointer,
                                .header = "",
                                .json_pointer = "/reference",
                                .path_segment = 0},
               .now_unix_ms = [] { return std::int64_t{0}; }}),
         service(sink, behaviour),
-        remote(payments_wire(), service.url(), {.timeout_s = 2}, sink, tally, nullptr),
+        remote(std::move(wire), service.url(), {.timeout_s = 2}, sink, tally, nullptr),
         runner(remote, outbox, {.run_id = "inflight", .effect_sink = &sink}) {}
 
   runner::ScenarioResult run(const json& doc) { return runner.run(scenario::parse_scenario(doc, "test.json")); }
@@ -235,19 +247,6 @@ TEST_CASE("in flight: a second POST the service makes wait for the first is meas
   CHECK(r.final_measurement->remote.effect_count == 1);
 }
 
-TEST_CASE("in flight: eight POSTs with one key at once are one effect where the service refuses a key in progress") {
-  Rig rig(Behaviour::refuses_in_progress);
-  const auto r = rig.run(steps_doc({{{"kind", "commit_operation"}, {"node", "a"}, {"at_s", 0}},
-                                    {{"kind", "post_concurrent"}, {"node", "a"}, {"at_s", 0}, {"count", 8}}}));
-  INFO(r.error.value_or(""));
-  CHECK(r.verdict == runner::Verdict::Safe);
-  CHECK(observed(r, 1)["sent"] == 8);
-  CHECK(observed(r, 1)["answered"] == 8);
-  CHECK(observed(r, 1)["applied_answers"] == 1);
-  CHECK(observed(r, 1)["refused_answers"].get<int>() + observed(r, 1)["replayed_answers"].get<int>() == 7);
-  CHECK(r.final_measurement->remote.effect_count == 1);
-}
-
 TEST_CASE("in flight: a POST still unanswered when the scenario ends makes it an ERROR naming the step that sent it") {
   Rig rig(Behaviour::never_answers);
   const auto r =
@@ -299,4 +298,105 @@ TEST_CASE("in flight: against a service that performs its effect itself, the ste
   REQUIRE(result.error);
   CHECK_THAT(*result.error, ContainsSubstring("step 1 (post_held): post_held needs a service whose provider calls "
                                               "reach skewbench's effect sink"));
+}
+
+TEST_CASE("in flight: eight POSTs at once let exactly one through to the provider, whatever the service answers") {
+  for (const auto behaviour : {Behaviour::refuses_in_progress, Behaviour::waits_for_first}) {
+    Rig rig(behaviour);
+    const auto r = rig.run(shipped("020-eight-at-once.json"));
+    INFO(r.error.value_or(""));
+    CHECK(r.pass);
+    CHECK(r.verdict == runner::Verdict::Safe);
+    CHECK(r.final_measurement->remote.effect_count == 1);
+    const auto& sent = observed(r, 1);
+    CHECK(sent["sent"] == 8);
+    CHECK(sent["answered"].get<int>() + observed(r, 2)["answered"].get<int>() == 8);
+    CHECK(sent["applied_answers"] == 1);
+    // A service that makes the others wait replays its answer to each of them.
+    if (behaviour == Behaviour::waits_for_first) CHECK(sent["replayed_answers"] == 7);
+    CHECK(r.final_measurement->remote.post_requests ==
+          1 + sent["replayed_answers"].get<int>() + observed(r, 2)["replayed_answers"].get<int>());
+  }
+}
+
+TEST_CASE("in flight: answers that do not say applied or replayed read the sink's one call as one applied answer") {
+  // As a library that replays its first answer as it was sent: 201 for both.
+  auto wire = payments_wire();
+  wire.by_status[201] = infra::AnswerClass::applied_or_replayed;
+  wire.by_status[200] = infra::AnswerClass::applied_or_replayed;
+  Rig rig(Behaviour::waits_for_first, wire);
+  const auto r = rig.run(shipped("020-eight-at-once.json"));
+  INFO(r.error.value_or(""));
+  CHECK(r.verdict == runner::Verdict::Safe);
+  // Every answer arrived after the one call: one of them is read as applied, seven as replays.
+  CHECK(observed(r, 1)["applied_answers"] == 1);
+  CHECK(observed(r, 1)["replayed_answers"] == 7);
+}
+
+TEST_CASE("the same key with another body: another amount reaches the service, and the sink decides the verdict") {
+  const auto doc = shipped("020-other-body-after-completion.json");
+  {
+    Rig rig(Behaviour::checks_body);
+    const auto r = rig.run(doc);
+    INFO(r.error.value_or(""));
+    CHECK(r.verdict == runner::Verdict::Safe);
+    CHECK(observed(r, 2)["http_status"] == 422);
+    CHECK(observed(r, 2)["transport_outcome"] == "REJECTED");
+    CHECK(r.timeline[2].parameters["amount"] == 2000);
+    const auto& sent = r.timeline[2].outcome->exchanges.at(0)["request"];
+    CHECK_THAT(sent.dump(), ContainsSubstring("2000"));
+    CHECK(r.final_measurement->remote.effect_count == 1);
+  }
+  {
+    Rig rig(Behaviour::refuses_in_progress);  // no body check: the first answer, replayed
+    const auto r = rig.run(doc);
+    CHECK(r.verdict == runner::Verdict::Safe);
+    CHECK(observed(r, 2)["delivery"] == "deduplicated");
+    CHECK(r.final_measurement->remote.effect_count == 1);
+  }
+  {
+    Rig rig(Behaviour::charges_other_body);
+    const auto r = rig.run(doc);
+    CHECK(r.verdict == runner::Verdict::Conflict);
+    CHECK(r.final_measurement->remote.effect_count == 2);
+  }
+  // remote-effect, the control, refuses another body for an active key (422).
+  infra::InProcessRemote control({});
+  infra::InProcessOutbox outbox;
+  runner::ScenarioRunner runner(control, outbox, {.run_id = "body"});
+  const auto r = runner.run(scenario::parse_scenario(doc, "x.json"));
+  INFO(r.error.value_or(""));
+  CHECK(r.verdict == runner::Verdict::Safe);
+  CHECK(observed(r, 2)["http_status"] == 422);
+  CHECK(r.final_measurement->remote.effect_count == 1);
+}
+
+TEST_CASE("a post_effect's amount is validated with its path") {
+  auto doc = steps_doc({{{"kind", "commit_operation"}, {"node", "a"}, {"at_s", 0}},
+                        {{"kind", "post_effect"}, {"node", "a"}, {"at_s", 0}, {"amount", 0}}});
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
+                    "x.json: $.steps[1].amount: must be between 1 and 1000000000");
+  doc["steps"][1]["amount"] = "2000";
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"), ContainsSubstring("$.steps[1].amount"));
+}
+
+TEST_CASE("another amount is refused against a target whose request does not carry it: its body would not change") {
+  std::vector<scenario::Scenario> other;
+  other.push_back(scenario::parse_scenario(shipped("020-other-body-after-completion.json"), "other.json"));
+  std::vector<scenario::Scenario> same;
+  same.push_back(scenario::parse_scenario(shipped("020-in-flight-same-instance.json"), "same.json"));
+  runner::StackOptions services;
+  services.ack_loss = infra::AckLoss::proxy;  // as a target of its own wire runs
+  services.own_wire = payments_wire();
+  CHECK_FALSE(runner::own_wire_problem(services, other));
+  services.own_wire->body = R"({"order_id":"{operation_id}"})";
+  const auto problem = runner::own_wire_problem(services, other);
+  REQUIRE(problem);
+  CHECK_THAT(*problem, ContainsSubstring("other.json: a post_effect with another amount, but target app's request "
+                                         "carries no {amount}"));
+  services.own_wire->headers.emplace_back("X-Amount", "{amount}");  // carried in a header: another request
+  CHECK_FALSE(runner::own_wire_problem(services, other));
+  // A scenario whose POSTs all charge the one amount needs none.
+  services.own_wire->headers.clear();
+  CHECK_FALSE(runner::own_wire_problem(services, same));
 }

@@ -476,6 +476,53 @@ TEST_CASE("the findings are held against the committed table, each difference na
   CHECK(targets::differences({a, b}, targets::read_expected_table(targets::markdown_table({a, b})), {"t"}).empty());
 }
 
+TEST_CASE("a count cell of the expected table may be a range the requests' timing decides") {
+  const std::string table =
+      "| target | scenario | verdict | POSTs | effects | expiry decided by | why |\n|---|---|---|---|---|---|---|\n"
+      "| t | a | SAFE | 1–8 | 1 | n/a | timing |\n";
+  const auto expected = targets::read_expected_table(table);
+  auto row = targets::finding_of("t", evidence(1010, std::nullopt, "deduplicated", 1), "e");
+  row.scenario = "a";
+  for (const std::int64_t posts : {1, 5, 8}) {
+    row.post_requests = posts;
+    CHECK(targets::differences({row}, expected, {"t"}).empty());
+    CHECK_THAT(targets::markdown_table({row}, expected), ContainsSubstring("| timing |"));
+  }
+  for (const std::int64_t posts : {0, 9}) {
+    row.post_requests = posts;
+    const auto found = targets::differences({row}, expected, {"t"});
+    REQUIRE(found.size() == 1);
+    CHECK_THAT(found[0], ContainsSubstring("POSTs is " + std::to_string(posts) + ", the table says 1–8"));
+  }
+  // A verdict cell may name the verdicts a race gives; no other verdict holds.
+  const auto race = targets::read_expected_table(
+      "| target | scenario | verdict | POSTs | effects | expiry decided by |\n|---|---|---|---|---|---|\n"
+      "| t | a | CONFLICT or SAFE | 1–8 | 1–8 | n/a |\n");
+  row.post_requests = 2;
+  for (const std::string verdict : {"SAFE", "CONFLICT"}) {
+    row.verdict = verdict;
+    CHECK(targets::differences({row}, race, {"t"}).empty());
+  }
+  for (const std::string verdict : {"HELD", "ERROR"}) {
+    row.verdict = verdict;
+    CHECK_THAT(targets::differences({row}, race, {"t"}).at(0),
+               ContainsSubstring("verdict is " + verdict + ", the table says CONFLICT or SAFE"));
+  }
+  row.verdict = "SAFE";
+  // No count is within a range: a row the run could not count differs.
+  row.post_requests = std::nullopt;
+  CHECK(targets::differences({row}, expected, {"t"}).size() == 1);
+  // A cell that is no range of two numbers holds only itself.
+  for (const std::string cell : {"–8", "1–", "a–8", "1-8"}) {
+    const auto other = targets::read_expected_table(
+        "| target | scenario | verdict | POSTs | effects | expiry decided by |\n|---|---|---|---|---|---|\n| t | a | "
+        "SAFE | " +
+        cell + " | 1 | n/a |\n");
+    row.post_requests = 5;
+    CHECK(targets::differences({row}, other, {"t"}).size() == 1);
+  }
+}
+
 TEST_CASE("an expected table with two rows for one target and scenario that disagree is refused, naming both lines") {
   const std::string head =
       "| target | scenario | verdict | POSTs | effects | expiry decided by | why |\n|---|---|---|---|---|---|---|\n";

@@ -103,8 +103,8 @@ std::optional<std::string> not_runnable(const targets::Target& target, const sce
     return "the target has no store process to restart";
   }
   if (!target.own_wire && !s.kinds_that(&steps::StepNeeds::provider_control).empty()) {
-    return "the service performs its effect itself, not through a provider call to skewbench's effect sink, so "
-           "no call can be held";
+    return "the service performs its effect itself, not through a provider call to skewbench's effect sink, where "
+           "requests in flight are held and counted";
   }
   if (target.own_wire) {
     // What runner::own_wire_problem refuses in a run, a row of its own here.
@@ -115,6 +115,9 @@ std::optional<std::string> not_runnable(const targets::Target& target, const sce
     if (s.dedupe_mode) return "the service's dedupe memory is its own and cannot be switched";
     if (!s.kinds_that(&steps::StepNeeds::reads_service_wide_state).empty()) {
       return "the scenario needs skewbench's protocol (gc, the temporal fence)";
+    }
+    if (!infra::carries_amount(*target.own_wire) && !s.kinds_that(&steps::StepNeeds::sends_another_amount).empty()) {
+      return "the target's request carries no {amount}: a POST of another amount would send the same body";
     }
   }
   return std::nullopt;

@@ -29,6 +29,14 @@ json body_for_evidence(const std::string& body) {
 
 }  // namespace
 
+bool PostTally::claim_applied(const std::string& operation_id, std::int64_t applied_now) {
+  std::lock_guard lock(mutex_);
+  auto& claimed = claimed_[operation_id];
+  if (applied_now <= claimed) return false;
+  ++claimed;
+  return true;
+}
+
 void PostTally::add(const std::string& operation_id) {
   std::lock_guard lock(mutex_);
   ++taken_[operation_id];
@@ -50,6 +58,13 @@ std::string render_template(std::string_view text, const std::map<std::string, s
     }
   }
   return text::expand_placeholders(text, values, false);
+}
+
+bool carries_amount(const OwnWire& wire) {
+  constexpr std::string_view kAmount = "{amount}";
+  return wire.path.find(kAmount) != std::string::npos || wire.body.find(kAmount) != std::string::npos ||
+         std::any_of(wire.headers.begin(), wire.headers.end(),
+                     [&](const auto& header) { return header.second.find(kAmount) != std::string::npos; });
 }
 
 AnswerClass classify_answer(const OwnWire& wire, int status, const std::string& body) {
@@ -104,7 +119,7 @@ OwnWireRemote::Lease::~Lease() {
 PostExchange OwnWireRemote::post_effect(const PostEffectRequest& r) {
   const std::map<std::string, std::string> values = {{"{operation_id}", r.operation_id},
                                                      {"{idempotency_key}", r.idempotency_key},
-                                                     {"{amount}", std::to_string(kRequestAmount)}};
+                                                     {"{amount}", std::to_string(r.amount)}};
   const auto path = render_template(wire_.path, values);
   std::vector<std::pair<std::string, std::string>> headers = {{wire_.key_header, r.idempotency_key}};
   for (const auto& [name, value] : wire_.headers) headers.emplace_back(name, render_template(value, values));
@@ -185,8 +200,11 @@ PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& a
     // The answer does not say whether the service performed the effect now
     // (a library that replays its first answer as it was sent): the sink
     // does. Applied when it took a call for the operation while the request
-    // was in flight; replayed otherwise, which holds only if it holds one.
-    kind = sink_->applied(r.operation_id) > before.applied ? AnswerClass::applied : AnswerClass::replayed;
+    // was in flight, and no other answer was read as that call's; replayed
+    // otherwise, which holds only if it holds one.
+    const auto applied_now = sink_->applied(r.operation_id);
+    kind = applied_now > before.applied && tally_->claim_applied(r.operation_id, applied_now) ? AnswerClass::applied
+                                                                                              : AnswerClass::replayed;
     ex.harness = {{"answer_rule", kAnswerClasses.name(AnswerClass::applied_or_replayed)}};
   }
   ex.harness["answer_class"] = kAnswerClasses.name(kind);
@@ -215,6 +233,7 @@ PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& a
                                   " applied, as before the request): the service says it performed an effect "
                                   "its provider never saw");
       }
+      if (kind == AnswerClass::applied) tally_->claim_applied(r.operation_id, sink_->applied(r.operation_id));
       tally_->add(r.operation_id);
       ex.outcome = TransportOutcome::AckReceived;
       ex.answer.delivery =

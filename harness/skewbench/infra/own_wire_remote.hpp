@@ -58,9 +58,8 @@ inline constexpr auto kAnswerClasses =
                              {AnswerClass::refused_mismatch, "refused_mismatch"},
                              {AnswerClass::error, "error"}});
 
-// The placeholders of a request template, and the amount every POST carries.
+// The placeholders of a request template ({amount}: the request's amount).
 inline constexpr std::string_view kRequestPlaceholders[] = {"{operation_id}", "{idempotency_key}", "{amount}"};
-inline constexpr std::int64_t kRequestAmount = 1000;
 
 // How a scenario's POST goes on the service's wire, and how its answer reads
 // ($.request and $.answer of a target file).
@@ -85,6 +84,10 @@ struct OwnWire {
 // stay as they are.
 std::string render_template(std::string_view text, const std::map<std::string, std::string>& values);
 
+// Whether `wire`'s request carries {amount} (in its path, a header or its
+// body): a POST of another amount is then another request.
+bool carries_amount(const OwnWire& wire);
+
 // The class of an answer by `wire`'s rules.
 AnswerClass classify_answer(const OwnWire& wire, int status, const std::string& body);
 
@@ -94,10 +97,17 @@ class PostTally {
  public:
   void add(const std::string& operation_id);
   std::int64_t of(const std::string& operation_id) const;
+  // Whether an answer that does not say if it performed the effect may be
+  // read as the one that did: the sink holds `applied_now` applied calls for
+  // the operation, more than answers already read as applied. Each applied
+  // call is read into one answer, so POSTs in flight together that each saw
+  // the one call arrive are one applied answer and replays, not several.
+  bool claim_applied(const std::string& operation_id, std::int64_t applied_now);
 
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::int64_t> taken_;
+  std::map<std::string, std::int64_t> claimed_;
 };
 
 // Thread-safe: POSTs may be in flight together.

@@ -303,6 +303,10 @@ std::optional<std::string> own_wire_problem(const StackOptions& services,
       return s.source + ": " + text::join(kinds, " and ") + " needs skewbench's protocol (the temporal epoch, " +
              "POST /maintenance/gc), which target " + target + " does not speak";
     }
+    if (!infra::carries_amount(*services.own_wire) && !s.kinds_that(&steps::StepNeeds::sends_another_amount).empty()) {
+      return s.source + ": a post_effect with another amount, but target " + target +
+             "'s request carries no {amount} ($.request of its target file): its body would not change";
+    }
   }
   return std::nullopt;
 }

@@ -11,6 +11,9 @@ namespace {
 
 using nlohmann::json;
 
+// The largest amount a step may charge.
+constexpr std::int64_t kMaxAmount = 1'000'000'000;
+
 json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 json delivery_json(const std::optional<remote_effect::Delivery>& delivery) {
@@ -40,8 +43,19 @@ struct Delivered {
   json observed;
 };
 
+// The body of a POST charging `amount`: the scenario's payload, which names
+// the amount only when it is not the one every POST charges (so a POST of
+// another amount is the same key with another body).
+std::string body_with_amount(const StepContext& ctx, std::int64_t amount) {
+  if (amount == remote_effect::kDefaultAmount) return ctx.payload;
+  auto body = json::parse(ctx.payload);
+  body["amount"] = amount;
+  return body.dump();
+}
+
 Delivered deliver(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds logical_time_s, bool drop_ack,
-                  StepOutcome& out, std::optional<std::int64_t> fence_epoch = std::nullopt) {
+                  StepOutcome& out, std::optional<std::int64_t> fence_epoch = std::nullopt,
+                  std::int64_t amount = remote_effect::kDefaultAmount) {
   ctx.outbox.record_attempt(ctx.operation_id, logical_time_s);
   const auto key = ctx.next_delivery_key();
   auto ex = remote.post_effect({.operation_id = ctx.operation_id,
@@ -49,8 +63,9 @@ Delivered deliver(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds log
                                 .ttl_s = ctx.ttl_s,
                                 .logical_time_s = logical_time_s,
                                 .drop_ack = drop_ack,
-                                .body = ctx.payload,
-                                .expected_temporal_epoch = fence_epoch});
+                                .body = body_with_amount(ctx, amount),
+                                .expected_temporal_epoch = fence_epoch,
+                                .amount = amount});
   out.exchanges.push_back(ex.release_json());
   const auto outcome = ex.transport_outcome();
   if (outcome == infra::TransportOutcome::AckUnknown) {
@@ -113,17 +128,22 @@ class CommitOperationStep final : public Step {
 
 class PostEffectStep final : public Step {
  public:
-  PostEffectStep(LogicalSeconds at_s, std::string node, bool drop_ack)
-      : Step(at_s), node_(std::move(node)), drop_ack_(drop_ack) {}
+  PostEffectStep(LogicalSeconds at_s, std::string node, bool drop_ack, std::int64_t amount)
+      : Step(at_s), node_(std::move(node)), drop_ack_(drop_ack), amount_(amount) {}
   std::string_view kind() const override { return "post_effect"; }
   StepRole role() const override { return StepRole::Delivery; }
   std::optional<std::string> node() const override { return node_; }
-  json parameters() const override { return {{"drop_ack", drop_ack_}}; }
+  json parameters() const override {
+    json out = {{"drop_ack", drop_ack_}};
+    if (amount_ != remote_effect::kDefaultAmount) out["amount"] = amount_;
+    return out;
+  }
+  StepNeeds needs() const override { return {.sends_another_amount = amount_ != remote_effect::kDefaultAmount}; }
 
   StepOutcome execute(StepContext& ctx) const override {
     const auto t = ctx.read_clock(node_, at_s());
     StepOutcome out;
-    out.observed = deliver(ctx, ctx.remote_of(node_), t, drop_ack_, out).observed;
+    out.observed = deliver(ctx, ctx.remote_of(node_), t, drop_ack_, out, std::nullopt, amount_).observed;
     out.observed["logical_time_s"] = t;
     return out;
   }
@@ -131,6 +151,7 @@ class PostEffectStep final : public Step {
  private:
   std::string node_;
   bool drop_ack_;
+  std::int64_t amount_;
 };
 
 // --- observe ---------------------------------------------------------------
@@ -472,7 +493,8 @@ StepKind commit_operation_kind() {
 StepKind post_effect_kind() {
   return {"post_effect",
           "deliver the outbox row: POST /effects at the node's clock; drop_ack makes the remote commit and "
-          "close the connection without answering",
+          "close the connection without answering; amount, the request's amount, makes it another body for the "
+          "same key",
           StepRole::Delivery,
           {{"logical_time_s", integer()},
            {"transport_outcome", string_of(kTransportOutcomes)},
@@ -484,8 +506,12 @@ StepKind post_effect_kind() {
            {"attempt", integer()}},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
             auto node = require_node(spec, ctx);
+            const auto amount = spec.optional_int("amount").value_or(remote_effect::kDefaultAmount);
+            if (amount < 1 || amount > kMaxAmount) {
+              throw InputError(spec.child_path("amount"), "must be between 1 and " + std::to_string(kMaxAmount));
+            }
             return std::make_unique<PostEffectStep>(at_s, std::move(node),
-                                                    spec.optional_bool("drop_ack").value_or(false));
+                                                    spec.optional_bool("drop_ack").value_or(false), amount);
           }};
 }
 

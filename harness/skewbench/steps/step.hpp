@@ -206,6 +206,9 @@ struct StepNeeds {
   bool holds_provider_call = false;
   // It releases every held provider call and collects the POSTs in flight.
   bool releases_provider_calls = false;
+  // It sends a POST of another amount than the others (another body for the
+  // same key): only a service whose request carries the amount.
+  bool sends_another_amount = false;
 };
 
 // What a recovery decided, typed: the verdict reads this, never the observed

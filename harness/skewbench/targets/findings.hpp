@@ -79,7 +79,11 @@ struct ExpectedRow {
 // The findings table in a Markdown text: the table whose header starts
 // "| target | scenario | verdict | POSTs | effects | expiry decided by |".
 // Cells are read as Markdown reads them ("\|" is a pipe in a cell, "\_" an
-// underscore). Throws std::invalid_argument when there is none, a row is
+// underscore). A POSTs or effects cell may hold a range "A–B" (en dash): a
+// count the requests' timing decides, held when the run's count is within it;
+// a verdict cell may name two, "CONFLICT or SAFE", for a race that timing
+// decides (the why says which race).
+// Throws std::invalid_argument when there is none, a row is
 // malformed, or two rows for one target and scenario contradict each other
 // (naming both lines).
 std::vector<ExpectedRow> read_expected_table(const std::string& markdown);
