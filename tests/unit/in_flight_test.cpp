@@ -42,6 +42,7 @@ enum class Behaviour {
   errs_after_charge,      // refuses a key in progress; charges, then answers 500 with bytes that are not text
   checks_body,            // refuses a key in progress; a completed key with another body gets 422
   charges_other_body,     // refuses a key in progress; a completed key with another body is charged again
+  locks_on_failure,       // refuses a key in progress, and keeps it in progress when the charge failed
 };
 
 class StandIn {
@@ -96,7 +97,8 @@ class StandIn {
     httplib::Client provider("127.0.0.1", provider_port_);
     const auto charged = provider.Post("/instance/app/charges", json{{"reference", order}}.dump(), "application/json");
     lock.lock();
-    state_[key] = charged && charged->status == 200 ? "completed" : "";
+    const bool paid = charged && charged->status == 200;
+    state_[key] = paid ? "completed" : behaviour_ == Behaviour::locks_on_failure ? "in_progress" : "";
     changed_.notify_all();
     response.status = charged && charged->status == 200 ? 201 : 502;
     if (behaviour_ == Behaviour::errs_after_charge) {
@@ -399,4 +401,52 @@ TEST_CASE("another amount is refused against a target whose request does not car
   // A scenario whose POSTs all charge the one amount needs none.
   services.own_wire->headers.clear();
   CHECK_FALSE(runner::own_wire_problem(services, same));
+}
+
+TEST_CASE(
+    "the provider fails the first call: the error the service passes on is PROVIDER_FAILED, and the retry decides") {
+  const auto doc = shipped("020-provider-fails-first-call.json");
+  {
+    Rig rig(Behaviour::refuses_in_progress);  // forgets a failed request: the retry charges
+    const auto r = rig.run(doc);
+    INFO(r.error.value_or(""));
+    CHECK(r.verdict == runner::Verdict::Safe);
+    CHECK(observed(r, 1)["armed"] == "fail_500");
+    std::set<std::string> registered;  // the fields fail_provider registers, all observed
+    for (const auto& [field, _] : steps::builtin_steps().find("fail_provider")->observed) registered.insert(field);
+    FieldsSeen seen;
+    note_fields(r, seen);
+    CHECK(seen["fail_provider"] == registered);
+    CHECK(observed(r, 2)["transport_outcome"] == "PROVIDER_FAILED");
+    CHECK(observed(r, 2)["http_status"] == 502);
+    CHECK(observed(r, 3)["delivery"] == "applied");
+    CHECK(r.final_measurement->remote.effect_count == 1);
+  }
+  {
+    Rig rig(Behaviour::locks_on_failure);  // the key stays in progress: refused for its TTL
+    const auto r = rig.run(doc);
+    INFO(r.error.value_or(""));
+    CHECK(r.verdict == runner::Verdict::Held);
+    CHECK(observed(r, 3)["transport_outcome"] == "REJECTED");
+    CHECK(r.final_measurement->remote.effect_count == 0);
+  }
+  {
+    auto reset = doc;
+    reset["steps"][1]["answer"] = "reset";
+    reset["steps"][1]["expect"]["armed"] = "reset";
+    Rig rig(Behaviour::refuses_in_progress);
+    const auto r = rig.run(reset);
+    INFO(r.error.value_or(""));
+    CHECK(r.pass);
+    CHECK(observed(r, 2)["transport_outcome"] == "PROVIDER_FAILED");
+    CHECK(r.verdict == runner::Verdict::Safe);
+  }
+  // An error answer while the sink failed no call stays an ERROR: the service's word alone is no outcome.
+  Rig rig(Behaviour::errs_after_charge);
+  const auto r = rig.run(steps_doc({{{"kind", "commit_operation"}, {"node", "a"}, {"at_s", 0}},
+                                    {{"kind", "post_effect"}, {"node", "a"}, {"at_s", 0}}}));
+  CHECK(r.verdict == runner::Verdict::Error);
+  auto bad = doc;
+  bad["steps"][1]["answer"] = "502";
+  CHECK_THROWS_WITH(scenario::parse_scenario(bad, "x.json"), "x.json: $.steps[1].answer: must be 500 or reset");
 }

@@ -434,6 +434,15 @@ TEST_CASE("a duplicate across instances names no clock when the target's instanc
   CHECK(rows[2].decided_by == "n/a");
   CHECK_FALSE(rows[2].across_instances);
   CHECK_FALSE(rows[2].duplicate.is_null());  // its duplicate is still named
+  // POSTs sent at once are collected in the order they were sent: a refusal
+  // collected after the duplicate leaves the duplicate named.
+  auto at_once = in_flight;
+  at_once["timeline"][1]["exchanges"].push_back(post(1005, "svc@2", nullptr));
+  at_once["timeline"][1]["exchanges"].back()["transport_outcome"] = "REJECTED";
+  const auto collected = targets::finding_of("t", at_once, "at once");
+  REQUIRE_FALSE(collected.duplicate.is_null());
+  CHECK(collected.duplicate["step"] == 2);
+  CHECK(collected.duplicate["instance_clock_s"] == 1001);
   targets::qualify_across_instances(rows);
   CHECK(rows[1].decided_by == "instance");
   // Without a measured control, no clock is named for a duplicate across instances.

@@ -51,7 +51,7 @@ TEST_CASE("every vocabulary is closed: one spelling a value, read back, nothing 
   check_closed(policy::kTemporalStates, 3);
   check_closed(policy::kDecisions, 3);
   check_closed(policy::kReconcileActions, 3);
-  check_closed(infra::kTransportOutcomes, 4);
+  check_closed(infra::kTransportOutcomes, 5);
   check_closed(compare::kRowStatuses, 3);
   check_closed(scenario::kVerdicts, 4);
   check_closed(runner::kDurabilities, 2);

@@ -211,29 +211,20 @@ PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& a
   const auto where = "target " + wire_.target + ": " + wire_.method + " " + ex.request["path"].get<std::string>();
   switch (kind) {
     case AnswerClass::error:
+      if (provider_failed(r.operation_id)) {
+        // The sink failed the provider's call and holds none applied: the
+        // service passed the failure on (now, or replaying it).
+        ex.outcome = TransportOutcome::ProviderFailed;
+        ex.harness["provider_failed"] = true;
+        break;
+      }
       throw InfrastructureError(
           where + " answered " + std::to_string(answer.status) +
           ", which its target file classifies as an error (or does not list): " + text::short_prefix(answer.body));
     case AnswerClass::applied:
     case AnswerClass::replayed:
     case AnswerClass::applied_or_replayed:  // resolved above
-      if (sink_->applied(r.operation_id) == 0) {
-        throw InfrastructureError(where + " answered " + std::to_string(answer.status) + " (" +
-                                  std::string(kAnswerClasses.name(kind)) +
-                                  ") but the effect sink holds no applied call for operation " + r.operation_id + ": " +
-                                  no_sink_call(before));
-      }
-      // Applied means the service performed the effect for this request: the
-      // sink took a call for it while the request was in flight. A replay may
-      // or may not call the provider; the sink counts whatever it did.
-      if (kind == AnswerClass::applied && sink_->applied(r.operation_id) <= before.applied) {
-        throw InfrastructureError(where + " answered " + std::to_string(answer.status) +
-                                  " (applied) but the effect sink took no call for operation " + r.operation_id +
-                                  " while it was in flight (it holds " + std::to_string(before.applied) +
-                                  " applied, as before the request): the service says it performed an effect "
-                                  "its provider never saw");
-      }
-      if (kind == AnswerClass::applied) tally_->claim_applied(r.operation_id, sink_->applied(r.operation_id));
+      check_delivery(where + " answered " + std::to_string(answer.status), kind, r, before);
       tally_->add(r.operation_id);
       ex.outcome = TransportOutcome::AckReceived;
       ex.answer.delivery =
@@ -256,6 +247,37 @@ PostExchange OwnWireRemote::read_answer(PostExchange ex, const http::Exchange& a
                                         {"post_requests", *ex.answer.snapshot.post_requests},
                                         {"ack_drops", *ex.answer.snapshot.ack_drops}};
   return ex;
+}
+
+void OwnWireRemote::check_delivery(const std::string& answered, AnswerClass kind, const PostEffectRequest& r,
+                                   const SinkBefore& before) {
+  const auto applied = sink_->applied(r.operation_id);
+  if (applied == 0) {
+    throw InfrastructureError(answered + " (" + std::string(kAnswerClasses.name(kind)) +
+                              ") but the effect sink holds no applied call for operation " + r.operation_id + ": " +
+                              no_sink_call(before));
+  }
+  if (kind != AnswerClass::applied) return;
+  // Applied means the service performed the effect for this request: the
+  // sink took a call for it while the request was in flight. A replay may or
+  // may not call the provider; the sink counts whatever it did.
+  if (applied <= before.applied) {
+    throw InfrastructureError(answered + " (applied) but the effect sink took no call for operation " + r.operation_id +
+                              " while it was in flight (it holds " + std::to_string(before.applied) +
+                              " applied, as before the request): the service says it performed an effect its "
+                              "provider never saw");
+  }
+  tally_->claim_applied(r.operation_id, applied);
+}
+
+bool OwnWireRemote::provider_failed(const std::string& operation_id) const {
+  if (sink_->applied(operation_id) > 0) return false;
+  const auto calls = sink_->calls();
+  return std::any_of(calls.begin(), calls.end(), [&](const SinkCall& call) {
+    return call.operation_id == operation_id &&
+           (call.answer == SinkAnswer::fail_500 || call.answer == SinkAnswer::reset ||
+            call.answer == SinkAnswer::no_answer);
+  });
 }
 
 StatusExchange OwnWireRemote::status(const std::string& operation_id, std::int64_t /*logical_time_s*/) {

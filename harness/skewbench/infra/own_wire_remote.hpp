@@ -48,7 +48,8 @@ enum class AnswerClass {
                         // first answer as it was sent): the sink tells
   refused_in_progress,  // the key's first request is still in flight
   refused_mismatch,     // the key was used with another payload
-  error,                // anything else: an ERROR row
+  error,                // anything else: an ERROR row, unless the sink failed the
+                        // operation's provider call (TransportOutcome::ProviderFailed)
 };
 inline constexpr auto kAnswerClasses =
     vocabulary<AnswerClass>({{AnswerClass::applied, "applied"},
@@ -146,6 +147,13 @@ class OwnWireRemote final : public RemoteApi {
   // since `before` (where the service sent them, and the operation id the
   // target's rule read in each), for a message.
   std::string no_sink_call(const SinkBefore& before) const;
+  // An answer read as a delivery must be one the sink saw: throws naming
+  // what it lacks (no applied call at all; none during an applied request).
+  void check_delivery(const std::string& answered, AnswerClass kind, const PostEffectRequest& r,
+                      const SinkBefore& before);
+  // Whether the sink failed a provider call for the operation (500, a reset,
+  // no answer) and holds none applied for it.
+  bool provider_failed(const std::string& operation_id) const;
 
   // A transport carries one exchange at a time: a POST sent while another
   // is in flight (steps/in_flight_steps.cpp) takes one of its own, kept

@@ -21,13 +21,18 @@ enum class TransportOutcome {
   AckUnknown,   // the connection closed with no response: the effect may or may not exist
   Rejected,     // 409 or 422: the remote refused by protocol rule, nothing applied
   FencedOut,    // 409 "fenced_out": the POST carried a stale temporal epoch; nothing applied
+  // A service of its own wire answered an error while skewbench's effect sink
+  // had failed its provider call for the operation and held none applied:
+  // the provider's failure, passed on; nothing applied.
+  ProviderFailed,
 };
 // The outcome as the evidence and the outbox record it, e.g. "ACK_UNKNOWN".
 inline constexpr auto kTransportOutcomes =
     vocabulary<TransportOutcome>({{TransportOutcome::AckReceived, "ACK_RECEIVED"},
                                   {TransportOutcome::AckUnknown, "ACK_UNKNOWN"},
                                   {TransportOutcome::Rejected, "REJECTED"},
-                                  {TransportOutcome::FencedOut, "FENCED_OUT"}});
+                                  {TransportOutcome::FencedOut, "FENCED_OUT"},
+                                  {TransportOutcome::ProviderFailed, "PROVIDER_FAILED"}});
 constexpr std::string_view to_string(TransportOutcome outcome) { return kTransportOutcomes.name(outcome); }
 
 // How a POST that is to lose its answer (drop_ack) loses it.

@@ -48,7 +48,7 @@ struct Delivered {
 // another amount is the same key with another body).
 std::string body_with_amount(const StepContext& ctx, std::int64_t amount) {
   if (amount == remote_effect::kDefaultAmount) return ctx.payload;
-  auto body = json::parse(ctx.payload);
+  auto body = parse_bounded_json(ctx.payload);
   body["amount"] = amount;
   return body.dump();
 }

@@ -264,6 +264,34 @@ class ReleaseProviderStep final : public Step {
   }
 };
 
+// --- fail_provider ---------------------------------------------------------
+
+// The next provider call of the operation fails at the sink (500, or a TCP
+// reset): not applied. A service that passes the failure on answers its POST
+// with an error, read as PROVIDER_FAILED.
+class FailProviderStep final : public Step {
+ public:
+  FailProviderStep(LogicalSeconds at_s, infra::SinkFaultKind fault) : Step(at_s), fault_(fault) {}
+  std::string_view kind() const override { return "fail_provider"; }
+  StepRole role() const override { return StepRole::Fault; }
+  json parameters() const override { return {{"answer", kFailAnswers.name(fault_)}}; }
+  StepNeeds needs() const override { return {.provider_control = true}; }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    sink_of(ctx, kind()).arm({.kind = fault_, .operation_id = ctx.operation_id, .calls = 1, .delay_ms = 0});
+    StepOutcome out;
+    out.observed = {{"armed", infra::kSinkFaultKinds.name(fault_)}};
+    return out;
+  }
+
+  // How the step's `answer` names the faults it arms.
+  static constexpr auto kFailAnswers = vocabulary<infra::SinkFaultKind>(
+      {{infra::SinkFaultKind::fail_500, "500"}, {infra::SinkFaultKind::reset, "reset"}});
+
+ private:
+  infra::SinkFaultKind fault_;
+};
+
 // --- the kinds as registered -------------------------------------------------
 
 ObservedFields answer_counts() {
@@ -328,9 +356,26 @@ StepKind release_provider_kind() {
           /*takes_node=*/false};
 }
 
+StepKind fail_provider_kind() {
+  return {"fail_provider",
+          "the next provider call of the operation fails at skewbench's effect sink: answer \"500\" (default) or "
+          "\"reset\" (a TCP reset); not applied (a target of its own wire)",
+          StepRole::Fault,
+          {{"armed", string_of({"fail_500", "reset"})}},
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
+            const auto answer = spec.optional_string("answer").value_or("500");
+            const auto fault = FailProviderStep::kFailAnswers.parse(answer);
+            if (!fault)
+              throw InputError(spec.child_path("answer"), "must be " + FailProviderStep::kFailAnswers.listed());
+            return std::make_unique<FailProviderStep>(at_s, *fault);
+          },
+          /*takes_node=*/false};
+}
+
 }  // namespace
 
 void add_in_flight_steps(StepRegistry& registry) {
+  registry.add(fail_provider_kind());
   registry.add(post_held_kind());
   registry.add(post_concurrent_kind());
   registry.add(release_provider_kind());

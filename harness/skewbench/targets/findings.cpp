@@ -95,7 +95,12 @@ void decide(FindingRow& row, const json& evidence) {
   // sharing; its duplicate is still named.
   const bool lost_answer = integer_at(evidence.value("final", json::object()), "ack_drops").value_or(0) > 0;
   const auto& first = *posts.front().exchange;
-  const auto& replay = posts.back();
+  // The replay is the last POST, or the last one applied when a later one
+  // was not (POSTs at once are collected in the order they were sent, not
+  // answered): the duplicate is the one the service performed.
+  const auto last_applied = std::find_if(posts.rbegin(), posts.rend() - 1,
+                                         [](const SentPost& post) { return delivery_of(*post.exchange) == "applied"; });
+  const auto& replay = last_applied != posts.rend() - 1 ? *last_applied : posts.back();
   const auto first_s = time_of(first);
   const auto ttl_s = integer_at(evidence.value("input", json::object()), "ttl_s");
   const auto instance_s = time_of(*replay.exchange);
