@@ -125,6 +125,11 @@ class FakeControl final : public steps::RemoteControl, public steps::DatabaseCon
   void pause_remote(std::chrono::milliseconds) override { ++pauses; }
   void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.set_mode(mode); }
   void restart_database(bool) override { ++database_restarts; }
+  std::string kill_instance(std::size_t index) override {
+    killed.push_back(index);
+    return "instance-" + std::to_string(index);
+  }
+  std::vector<std::size_t> killed;
   int pauses = 0;
   int database_restarts = 0;
   int store_restarts = 0;

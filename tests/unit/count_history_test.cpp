@@ -245,6 +245,7 @@ TEST_CASE("a restart step after which /health gives the same boot_id is an ERROR
     void pause_remote(std::chrono::milliseconds) override {}
     void use_dedupe_mode(remote_effect::DedupeMode mode) override { remote_.set_mode(mode); }
     void restart_store() override {}
+    std::string kill_instance(std::size_t) override { return {}; }
 
    private:
     testing::FakeRemote& remote_;

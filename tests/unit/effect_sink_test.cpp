@@ -3,6 +3,7 @@
 // slow, 500, reset and no answer. A service's effects are counted here, so a
 // call counted wrongly would let the system under test set its own verdict.
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -190,6 +191,27 @@ TEST_CASE("Held calls wait for as many as asked, and release(nullopt) answers th
   CHECK(second.get().status == 200);
   CHECK(call(sink, "node-a", "op-1").status == 200);  // the fault was taken by two calls only
   CHECK(sink.applied("op-1") == 3);
+}
+
+TEST_CASE("Held calls of an instance whose caller died are dropped: closed unanswered, not applied; others stay held") {
+  EffectSink sink(options());
+  sink.arm({.kind = SinkFaultKind::hold, .calls = 2});
+  auto dying = std::async(std::launch::async, [&] { return call(sink, "node-a", "op-1"); });
+  auto living = std::async(std::launch::async, [&] { return call(sink, "node-b", "op-1"); });
+  REQUIRE(sink.wait_until_held("op-1", 2, 10s));
+  CHECK(sink.drop_held("node-c") == 0);
+  CHECK(sink.drop_held("node-a") == 1);
+  CHECK_FALSE(dying.get().status.has_value());
+  CHECK(living.wait_for(0ms) == std::future_status::timeout);  // node-b's call is still held
+  CHECK(sink.drop_held("node-a") == 0);
+  CHECK(sink.release("op-1") == 1);
+  CHECK(living.get().status == 200);
+  const auto calls = sink.calls();
+  const auto dropped = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.instance == "node-a"; });
+  REQUIRE(dropped != calls.end());
+  CHECK(dropped->answer == SinkAnswer::dropped);
+  CHECK_FALSE(dropped->applied());
+  CHECK(sink.applied("op-1") == 1);
 }
 
 TEST_CASE("A call held when the sink stops is closed unanswered and not applied") {

@@ -278,7 +278,7 @@ TEST_CASE("in flight: a held call needs a later release, and the steps' fields a
                         {{"kind", "post_held"}, {"node", "a"}, {"at_s", 2}}});
   CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
                     "x.json: $.steps[3].kind: post_held leaves a provider call held: a later step must release it "
-                    "(release_provider)");
+                    "(release_provider), or kill its node's instance (kill_instance)");
   doc["steps"][3] = {{"kind", "post_concurrent"}, {"node", "a"}, {"at_s", 2}, {"count", 65}};
   CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"), "x.json: $.steps[3].count: must be between 1 and 64");
   doc["steps"][3] = {{"kind", "post_concurrent"}, {"node", "a"}, {"at_s", 2}, {"answer_within_ms", 0}};
@@ -286,6 +286,32 @@ TEST_CASE("in flight: a held call needs a later release, and the steps' fields a
                     "x.json: $.steps[3].answer_within_ms: must be between 1 and 60000");
   doc["steps"][3] = {{"kind", "release_provider"}, {"at_s", 2}, {"node", "a"}};
   CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"), ContainsSubstring("$.steps[3].node"));
+}
+
+TEST_CASE("in flight: killing a node's instance ends its held call; another node's held call still needs a release") {
+  auto doc = steps_doc({{{"kind", "commit_operation"}, {"node", "a"}, {"at_s", 0}},
+                        {{"kind", "post_held"}, {"node", "a"}, {"at_s", 0}},
+                        {{"kind", "kill_instance"}, {"node", "a"}, {"at_s", 1}},
+                        {{"kind", "post_effect"}, {"node", "b"}, {"at_s", 5}}});
+  doc["nodes"].push_back({{"id", "b"}, {"clock_offset_s", 0}});
+  doc["remote"] = {{"instances", "per_node"}, {"clock", "node"}};
+  CHECK_NOTHROW(scenario::parse_scenario(doc, "x.json"));
+  doc["steps"][2]["node"] = "b";
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
+                    "x.json: $.steps[1].kind: post_held leaves a provider call held: a later step must release it "
+                    "(release_provider), or kill its node's instance (kill_instance)");
+  doc["steps"][2] = {{"kind", "kill_instance"}, {"at_s", 1}};
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"), ContainsSubstring("$.steps[2].node"));
+}
+
+TEST_CASE("in flight: kill_instance where skewbench did not start the service is an ERROR naming what it needs") {
+  Rig rig(Behaviour::refuses_in_progress);  // the runner has no control of the service's process
+  const auto r = rig.run(steps_doc({{{"kind", "commit_operation"}, {"node", "a"}, {"at_s", 0}},
+                                    {{"kind", "post_held"}, {"node", "a"}, {"at_s", 0}},
+                                    {{"kind", "kill_instance"}, {"node", "a"}, {"at_s", 1}}}));
+  CHECK(r.verdict == runner::Verdict::Error);
+  REQUIRE(r.error);
+  CHECK_THAT(*r.error, ContainsSubstring("step 2 (kill_instance): kill_instance needs a service started by skewbench"));
 }
 
 TEST_CASE("in flight: against a service that performs its effect itself, the steps say what they need") {

@@ -192,7 +192,7 @@ TEST_CASE("steps keep their order: one commit, before any delivery, and recovery
            "x.json: $.steps[1].kind: recover needs an earlier post_concurrent or post_effect or post_held step"},
       Case{{"commit_operation", "post_held", "post_concurrent"},
            "x.json: $.steps[1].kind: post_held leaves a provider call held: a later step must "
-           "release it (release_provider)"},
+           "release it (release_provider), or kill its node's instance (kill_instance)"},
 
       Case{{"commit_operation", "observe", "post_effect", "observe", "recover"}, ""});
   auto doc = reconcile_first_doc();

@@ -115,6 +115,9 @@ class InProcessControl final : public steps::RemoteControl {
     throw std::logic_error("the in-process engine hangs no process");
   }
   void restart_store() override { throw std::logic_error("the in-process engine has no store process"); }
+  std::string kill_instance(std::size_t /*index*/) override {
+    throw std::logic_error("the in-process engine kills no process");
+  }
 
  private:
   infra::InProcessRemote& remote_;

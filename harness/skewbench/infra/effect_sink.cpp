@@ -167,7 +167,7 @@ bool EffectSink::wait_until_held(const std::optional<std::string>& operation_id,
   std::unique_lock lock(mutex_);
   return changed_.wait_for(lock, timeout, [&] {
     const auto held = std::count_if(held_.begin(), held_.end(), [&](const auto& entry) {
-      return !entry.second && (!operation_id || calls_[entry.first].operation_id == operation_id);
+      return entry.second == HoldEnd::waiting && (!operation_id || calls_[entry.first].operation_id == operation_id);
     });
     return static_cast<std::size_t>(held) >= count;
   });
@@ -177,14 +177,28 @@ std::size_t EffectSink::release(const std::optional<std::string>& operation_id) 
   std::size_t released = 0;
   {
     std::lock_guard lock(mutex_);
-    for (auto& [index, done] : held_) {
-      if (done || (operation_id && calls_[index].operation_id != operation_id)) continue;
-      done = true;
+    for (auto& [index, end] : held_) {
+      if (end != HoldEnd::waiting || (operation_id && calls_[index].operation_id != operation_id)) continue;
+      end = HoldEnd::released;
       ++released;
     }
   }
   changed_.notify_all();
   return released;
+}
+
+std::size_t EffectSink::drop_held(const std::string& instance) {
+  std::size_t dropped = 0;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [index, end] : held_) {
+      if (end != HoldEnd::waiting || calls_[index].instance != instance) continue;
+      end = HoldEnd::dropped;
+      ++dropped;
+    }
+  }
+  changed_.notify_all();
+  return dropped;
 }
 
 std::vector<SinkCall> EffectSink::calls() const {
@@ -228,13 +242,21 @@ std::size_t EffectSink::record_locked(const httplib::Request& request, std::opti
   return calls_.size() - 1;
 }
 
-bool EffectSink::hold_locked(std::unique_lock<std::mutex>& lock, std::size_t index) {
-  held_[index] = false;
+SinkAnswer EffectSink::hold_locked(std::unique_lock<std::mutex>& lock, std::size_t index) {
+  held_[index] = HoldEnd::waiting;
   changed_.notify_all();
-  changed_.wait(lock, [&] { return held_[index] || stopping_; });
-  const bool released = held_[index];
+  changed_.wait(lock, [&] { return held_[index] != HoldEnd::waiting || stopping_; });
+  const auto end = held_[index];
   held_.erase(index);
-  return released;
+  switch (end) {
+    case HoldEnd::released:
+      return SinkAnswer::ok;
+    case HoldEnd::dropped:
+      return SinkAnswer::dropped;
+    case HoldEnd::waiting:
+      break;
+  }
+  return SinkAnswer::stopped;
 }
 
 bool EffectSink::wait_quiet(std::chrono::milliseconds quiet, std::chrono::milliseconds at_most) {
@@ -296,7 +318,7 @@ void EffectSink::handle(const httplib::Request& request, httplib::Response& resp
   if (fault) {
     switch (fault->kind) {
       case SinkFaultKind::hold:
-        answer = hold_locked(lock, index) ? SinkAnswer::ok : SinkAnswer::stopped;
+        answer = hold_locked(lock, index);
         break;
       case SinkFaultKind::slow:
         changed_.wait_for(lock, std::chrono::milliseconds(fault->delay_ms), [&] { return stopping_; });
@@ -332,6 +354,7 @@ void EffectSink::handle(const httplib::Request& request, httplib::Response& resp
     case SinkAnswer::pending:
     case SinkAnswer::no_answer:
     case SinkAnswer::stopped:
+    case SinkAnswer::dropped:
       http::ConnectionServer::drop_current_connection();
       break;
   }

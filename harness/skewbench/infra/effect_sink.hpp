@@ -97,13 +97,15 @@ enum class SinkAnswer {
   reset,      // aborted: not applied
   no_answer,  // closed without a byte: not applied
   stopped,    // the sink stopped while it was held: closed unanswered, not applied
+  dropped,    // its caller died while it was held (drop_held): closed unanswered, not applied
 };
 inline constexpr auto kSinkAnswers = vocabulary<SinkAnswer>({{SinkAnswer::pending, "pending"},
                                                              {SinkAnswer::ok, "ok"},
                                                              {SinkAnswer::fail_500, "fail_500"},
                                                              {SinkAnswer::reset, "reset"},
                                                              {SinkAnswer::no_answer, "no_answer"},
-                                                             {SinkAnswer::stopped, "stopped"}});
+                                                             {SinkAnswer::stopped, "stopped"},
+                                                             {SinkAnswer::dropped, "dropped"}});
 
 struct SinkCall {
   std::int64_t sequence = 0;                // 1, 2, ... in arrival order
@@ -164,6 +166,9 @@ class EffectSink {
                        std::chrono::milliseconds timeout);
   // Answers every held call (of `operation_id`, or any) 200; how many.
   std::size_t release(const std::optional<std::string>& operation_id);
+  // Ends every held call of instance `instance` (its caller died) closed
+  // unanswered: not applied, answer `dropped`; how many.
+  std::size_t drop_held(const std::string& instance);
 
   // A new window (a scenario starts): up to kMaxCallsPerWindow calls from
   // now are recorded and answered; the count of refused ones starts at 0.
@@ -189,9 +194,11 @@ class EffectSink {
   // Records the call and takes the first armed fault it matches; the call's
   // index in calls_. The caller holds mutex_.
   std::size_t record_locked(const httplib::Request& request, std::optional<SinkFault>& fault);
-  // Waits for the release of held call `index` (or the sink's stop); whether
-  // it was released. The lock is mutex_'s.
-  bool hold_locked(std::unique_lock<std::mutex>& lock, std::size_t index);
+  // How a held call ends.
+  enum class HoldEnd { waiting, released, dropped };
+  // Waits for the release or drop of held call `index` (or the sink's stop);
+  // how it was answered. The lock is mutex_'s.
+  SinkAnswer hold_locked(std::unique_lock<std::mutex>& lock, std::size_t index);
 
   Options options_;
   std::unique_ptr<http::ConnectionServer> server_;
@@ -202,7 +209,7 @@ class EffectSink {
   std::condition_variable changed_;  // a call arrived, was held, released, or the sink stops
   std::vector<SinkCall> calls_;
   std::deque<SinkFault> armed_;
-  std::map<std::size_t, bool> held_;  // index in calls_ -> released
+  std::map<std::size_t, HoldEnd> held_;  // index in calls_ -> how it ended
   bool stopping_ = false;
   std::size_t window_start_ = 0;  // index in calls_ where the window began
   std::size_t refused_in_window_ = 0;

@@ -62,7 +62,10 @@ ScenarioInstances::ScenarioInstances(const scenario::Scenario& s, steps::StepCon
           std::make_unique<InstanceClient>(*instance.remote, count > 1 ? instance.name : "", instance.reading_s);
       instance.remote = instance.client.get();
     }
-    if (count > 1) context.node_remotes[s.nodes[i].node_id] = instance.remote;
+    if (count > 1) {
+      context.node_remotes[s.nodes[i].node_id] = instance.remote;
+      context.node_instances[s.nodes[i].node_id] = i;
+    }
     instances_.push_back(std::move(instance));
   }
   // Steps without a node, and every node of a one-instance scenario, reach

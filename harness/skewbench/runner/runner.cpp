@@ -232,6 +232,7 @@ ScenarioResult ScenarioRunner::run(const scenario::Scenario& s) {
                              .ledger = infra::RemoteLedger{},
                              .operation = s.operation,
                              .node_remotes = {},
+                             .node_instances = {},
                              .step_reference_s = s.t0_s,
                              .step_index = 0,
                              .effect_sink = options_.effect_sink,

@@ -405,6 +405,27 @@ void Stack::restart_remote() {
   }
 }
 
+std::string Stack::kill_instance(std::size_t index) {
+  const auto instances = first_remote_instances();
+  if (instances.empty()) throw InfrastructureError("the service is external and cannot be killed");
+  if (index >= instances.size()) {
+    throw InfrastructureError("instance " + std::to_string(index + 1) + " of the service is not running (" +
+                              std::to_string(instances.size()) + " started)");
+  }
+  resumer_.reset();  // a paused process is resumed before it is killed
+  auto& instance = *instances[index];
+  instance.process->kill_hard();
+  try {
+    instance.process->restart();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InfrastructureError("cannot start " + label(instance.name, *instance.launch) +
+                              " again after killing it: " + e.what());
+  }
+  return instance.name;
+}
+
 void Stack::settle_instances() {
   if (remotes_.empty()) return;
   resumer_.reset();  // a paused process is resumed before it is asked to stop

@@ -250,6 +250,7 @@ class Stack final : public steps::RemoteControl, public steps::DatabaseControl {
 
   void restart_remote() override;
   void restart_store() override;
+  std::string kill_instance(std::size_t index) override;
   void use_dedupe_mode(remote_effect::DedupeMode mode) override;
   void pause_remote(std::chrono::milliseconds duration) override;
   void restart_database(bool immediate) override;

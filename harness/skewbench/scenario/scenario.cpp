@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -80,21 +81,22 @@ std::string playing(steps::StepRole role) {
 
 // Structural rules no single step can check: the operation is committed once,
 // before it is delivered, recovery follows a delivery attempt, and a provider
-// call held is released by a later step. The rules
+// call held is released by a later step (or ends with its node's instance). The rules
 // follow the steps' roles, so a new delivery or recovery kind obeys them too.
 void check_step_order(const std::vector<ScenarioStep>& steps_list) {
   using steps::StepRole;
   bool committed = false;
   bool posted = false;
-  constexpr auto kNone = static_cast<std::size_t>(-1);
-  std::size_t holding = kNone;  // a step that left a provider call held, not yet released
+  // Per node: the first step that left a provider call held, not yet released.
+  std::map<std::string, std::size_t> holding;
   for (std::size_t i = 0; i < steps_list.size(); ++i) {
     const auto& step = *steps_list[i].step;
     const auto kind = std::string(step.kind());
     const auto role = step.role();
     const auto path = index_path("$.steps", i) + ".kind";
-    if (step.needs().releases_provider_calls) holding = kNone;
-    if (step.needs().holds_provider_call && holding == kNone) holding = i;
+    if (step.needs().releases_provider_calls) holding.clear();
+    if (step.needs().ends_node_in_flight) holding.erase(step.node().value_or(""));
+    if (step.needs().holds_provider_call) holding.emplace(step.node().value_or(""), i);
     if (role == StepRole::Setup) {
       if (committed) throw InputError(path, "the operation is already committed by an earlier step");
       committed = true;
@@ -108,10 +110,14 @@ void check_step_order(const std::vector<ScenarioStep>& steps_list) {
       posted = posted || role == StepRole::Delivery;
     }
   }
-  if (holding != kNone) {
-    throw InputError(index_path("$.steps", holding) + ".kind",
-                     std::string(steps_list[holding].step->kind()) +
-                         " leaves a provider call held: a later step must release it (release_provider)");
+  if (!holding.empty()) {
+    const auto first = std::min_element(holding.begin(), holding.end(), [](const auto& a, const auto& b) {
+                         return a.second < b.second;
+                       })->second;
+    throw InputError(index_path("$.steps", first) + ".kind",
+                     std::string(steps_list[first].step->kind()) +
+                         " leaves a provider call held: a later step must release it (release_provider), or kill "
+                         "its node's instance (kill_instance)");
   }
 }
 

@@ -51,11 +51,13 @@ std::size_t held_calls(const infra::EffectSink& sink, const std::string& operati
 
 // Sends the scenario's POST from a thread of its own once `gate` opens; the
 // outbox records the attempt first, as deliver() does.
-InFlightPost send(StepContext& ctx, infra::RemoteApi& remote, LogicalSeconds time_s, std::string_view kind,
+InFlightPost send(StepContext& ctx, const std::string& node, LogicalSeconds time_s, std::string_view kind,
                   std::shared_future<void> gate) {
+  auto& remote = ctx.remote_of(node);
   ctx.outbox.record_attempt(ctx.operation_id, time_s);
   InFlightPost post{.step_index = ctx.step_index,
                     .step_kind = std::string(kind),
+                    .node = node,
                     .logical_time_s = time_s,
                     .key = ctx.next_delivery_key(),
                     .answer = {}};
@@ -97,14 +99,7 @@ struct Answers {
 // Takes the answer of `post` (which has arrived): the exchange into the
 // step's evidence, with the step that sent it; the outcome into the outbox and
 // the ledger, as deliver() records one.
-void collect(StepContext& ctx, InFlightPost& post, StepOutcome& out, Answers& answers) {
-  infra::PostExchange ex;
-  try {
-    ex = post.answer.get();
-  } catch (const InfrastructureError& e) {
-    throw InfrastructureError("the POST step " + std::to_string(post.step_index) + " (" + post.step_kind +
-                              ") sent: " + e.what());
-  }
+void record(StepContext& ctx, const InFlightPost& post, infra::PostExchange ex, StepOutcome& out, Answers& answers) {
   const auto outcome = ex.transport_outcome();
   const bool delivered = outcome == infra::TransportOutcome::AckReceived;
   if (delivered) ++ctx.ledger.post_requests;
@@ -117,6 +112,17 @@ void collect(StepContext& ctx, InFlightPost& post, StepOutcome& out, Answers& an
   exchange["harness"]["sent_by_step"] = post.step_index;
   exchange["harness"]["sent_at_s"] = post.logical_time_s;
   out.exchanges.push_back(std::move(exchange));
+}
+
+void collect(StepContext& ctx, InFlightPost& post, StepOutcome& out, Answers& answers) {
+  infra::PostExchange ex;
+  try {
+    ex = post.answer.get();
+  } catch (const InfrastructureError& e) {
+    throw InfrastructureError("the POST step " + std::to_string(post.step_index) + " (" + post.step_kind +
+                              ") sent: " + e.what());
+  }
+  record(ctx, post, std::move(ex), out, answers);
 }
 
 // With nothing left in flight, the counts skewbench holds for the operation
@@ -145,7 +151,7 @@ class PostHeldStep final : public Step {
     const auto time_s = ctx.read_clock(node_, at_s());
     const auto held_before = held_calls(sink, ctx.operation_id);
     sink.arm({.kind = infra::SinkFaultKind::hold, .operation_id = ctx.operation_id, .calls = 1, .delay_ms = 0});
-    auto post = send(ctx, ctx.remote_of(node_), time_s, kind(), open_gate());
+    auto post = send(ctx, node_, time_s, kind(), open_gate());
     StepOutcome out;
     out.observed = {{"logical_time_s", time_s},
                     {"idempotency_key", post.key.name},
@@ -201,7 +207,7 @@ class PostConcurrentStep final : public Step {
     std::promise<void> open;
     const auto gate = open.get_future().share();
     std::vector<InFlightPost> posts;
-    for (std::int64_t i = 0; i < count_; ++i) posts.push_back(send(ctx, ctx.remote_of(node_), time_s, kind(), gate));
+    for (std::int64_t i = 0; i < count_; ++i) posts.push_back(send(ctx, node_, time_s, kind(), gate));
     open.set_value();
     StepOutcome out;
     out.observed = {{"logical_time_s", time_s},
@@ -292,6 +298,85 @@ class FailProviderStep final : public Step {
   infra::SinkFaultKind fault_;
 };
 
+// --- kill_instance ---------------------------------------------------------
+
+// The instance a node reaches dies (SIGKILL: a crash) and is started again on
+// the same store and port. What it held in flight dies with it: its provider
+// calls the sink holds end unanswered (dropped: not applied, the provider
+// never performed them), and the POSTs in flight through it lose their
+// answers (ACK_UNKNOWN, as a client whose connection broke reads them). The
+// other instances, and the POSTs in flight through them, go on.
+class KillInstanceStep final : public Step {
+ public:
+  KillInstanceStep(LogicalSeconds at_s, std::string node) : Step(at_s), node_(std::move(node)) {}
+  std::string_view kind() const override { return "kill_instance"; }
+  StepRole role() const override { return StepRole::Fault; }
+  std::optional<std::string> node() const override { return node_; }
+  StepNeeds needs() const override {
+    return {.remote_control = true, .provider_control = true, .ends_node_in_flight = true};
+  }
+
+  StepOutcome execute(StepContext& ctx) const override {
+    auto& sink = sink_of(ctx, kind());
+    if (ctx.remote_control == nullptr) {
+      throw InfrastructureError("kill_instance needs a service started by skewbench (no --remote-url)");
+    }
+    const auto time_s = ctx.read_clock(node_, at_s());
+    const auto index = ctx.node_instances.contains(node_) ? ctx.node_instances.at(node_) : std::size_t{0};
+    const auto instance = ctx.remote_control->kill_instance(index);
+    ctx.ledger.boot_ids = ctx.boot_ids();
+    StepOutcome out;
+    out.observed = {{"logical_time_s", time_s}, {"dropped_calls", static_cast<std::int64_t>(sink.drop_held(instance))}};
+    Answers answers;
+    std::int64_t lost = 0;
+    for (auto it = ctx.in_flight.begin(); it != ctx.in_flight.end();) {
+      if (it->node != node_) {
+        ++it;
+        continue;
+      }
+      auto post = std::move(*it);
+      it = ctx.in_flight.erase(it);
+      if (post.answer.wait_for(kAnswerAfterReleaseWithin) != std::future_status::ready) {
+        throw InfrastructureError("the POST step " + std::to_string(post.step_index) + " (" + post.step_kind +
+                                  ") sent was not ended within " +
+                                  std::to_string(kAnswerAfterReleaseWithin.count() / 1000) +
+                                  " s of the death of the instance it reached");
+      }
+      try {
+        record(ctx, post, post.answer.get(), out, answers);  // answered before it died
+      } catch (const InfrastructureError& e) {
+        out.exchanges.push_back(lost_answer(ctx, post, e.what()));
+        ++lost;
+      }
+    }
+    answers.add_to(out.observed);
+    out.observed["lost_answers"] = lost;
+    check_ledger(ctx, kind());
+    return out;
+  }
+
+ private:
+  // A POST whose answer died with its instance: recorded as the outbox
+  // records a lost acknowledgement, the effect perhaps performed.
+  static json lost_answer(StepContext& ctx, const InFlightPost& post, const std::string& why) {
+    ctx.outbox.record_outcome(ctx.operation_id, infra::TransportOutcome::AckUnknown, false, post.logical_time_s);
+    // The request went over the target's wire on the POST's own thread,
+    // which ended with the connection: what is known of it is its key.
+    return {{"request", {{"idempotency_key", post.key.wire}}},
+            {"http_status", nullptr},
+            {"response", nullptr},
+            {"transport_outcome", infra::to_string(infra::TransportOutcome::AckUnknown)},
+            {"duration_us", 0},
+            {"harness",
+             {{"sent_by_step", post.step_index},
+              {"sent_at_s", post.logical_time_s},
+              {"idempotency_key", post.key.name},
+              {"lost_with_instance", why}}}};
+  }
+
+  std::string node_;
+};
+
 // --- the kinds as registered -------------------------------------------------
 
 ObservedFields answer_counts() {
@@ -372,10 +457,24 @@ StepKind fail_provider_kind() {
           /*takes_node=*/false};
 }
 
+StepKind kill_instance_kind() {
+  auto observed = answer_counts();
+  observed.insert({{"logical_time_s", integer()}, {"dropped_calls", integer()}, {"lost_answers", integer()}});
+  return {"kill_instance",
+          "kill the instance of the service the node reaches (SIGKILL) and start it again: its provider calls held "
+          "at skewbench's effect sink are dropped (not applied), its POSTs in flight lose their answers "
+          "(ACK_UNKNOWN) (a target of its own wire)",
+          StepRole::Fault, std::move(observed),
+          [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
+            return std::make_unique<KillInstanceStep>(at_s, require_node(spec, ctx));
+          }};
+}
+
 }  // namespace
 
 void add_in_flight_steps(StepRegistry& registry) {
   registry.add(fail_provider_kind());
+  registry.add(kill_instance_kind());
   registry.add(post_held_kind());
   registry.add(post_concurrent_kind());
   registry.add(release_provider_kind());

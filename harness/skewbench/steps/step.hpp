@@ -53,6 +53,11 @@ class RemoteControl {
   // Kills the service's backing store, when it runs as a process of its own
   // (a target's Redis), and starts it again on the same port and data.
   virtual void restart_store() = 0;
+  // Kills instance `index` of the service (0 is the first; SIGKILL to its
+  // process group: a crash, nothing flushed or drained) and starts it again
+  // on the same store and port; the other instances run on. Returns the
+  // instance's name, as its provider calls name it at the effect sink.
+  virtual std::string kill_instance(std::size_t index) = 0;
 };
 
 // Lets a step restart PostgreSQL; present only when the harness started the
@@ -101,6 +106,7 @@ struct DeliveryKey {
 struct InFlightPost {
   std::size_t step_index = 0;  // the step that sent it
   std::string step_kind;
+  std::string node;                   // the node that sent it (the instance it reached is that node's)
   LogicalSeconds logical_time_s = 0;  // the sending node's reading
   DeliveryKey key;
   std::future<infra::PostExchange> answer;
@@ -127,6 +133,8 @@ struct StepContext {
   // The instance each node reaches when the scenario runs one per node
   // ($.remote.instances); a node not named here reaches `remote`.
   std::map<std::string, infra::RemoteApi*> node_remotes;
+  // The index of that instance (0 is the first), for a step that kills it.
+  std::map<std::string, std::size_t> node_instances;
 
   // The reference time of the step that runs now (of the last step during the
   // closing measurement): the time an instance on a node's clock reads at.
@@ -206,6 +214,9 @@ struct StepNeeds {
   bool holds_provider_call = false;
   // It releases every held provider call and collects the POSTs in flight.
   bool releases_provider_calls = false;
+  // It ends what its node's instance holds in flight (the instance dies):
+  // that node's held provider call and POSTs in flight need no release.
+  bool ends_node_in_flight = false;
   // It sends a POST of another amount than the others (another body for the
   // same key): only a service whose request carries the amount.
   bool sends_another_amount = false;
@@ -312,14 +323,15 @@ std::vector<std::string> kinds_playing(const StepRegistry& registry, StepRole ro
 // commit_operation, post_effect, observe, recover, set_clock_offset,
 // restart_remote, restart_store, pause_remote, restart_database, the
 // series kinds (gc, bind_temporal_epoch) and the in-flight kinds (post_held,
-// post_concurrent, release_provider).
+// post_concurrent, release_provider, fail_provider, kill_instance).
 const StepRegistry& builtin_steps();
 
 // Registers the step kinds the #015-#019 series adds (steps/series_steps.cpp).
 void add_series_steps(StepRegistry& registry);
 
 // Registers the step kinds that make requests overlap: post_held,
-// post_concurrent and release_provider (steps/in_flight_steps.cpp).
+// post_concurrent, release_provider, fail_provider and kill_instance
+// (steps/in_flight_steps.cpp).
 void add_in_flight_steps(StepRegistry& registry);
 
 // Why the scenario cannot end yet: the first POST still in flight, named by
