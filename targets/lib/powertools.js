@@ -18,10 +18,13 @@
 // failed.
 //
 // No Lambda context is registered (a plain Node.js server has none), so a
-// record in progress carries no in-progress expiry: a request that dies while
-// charging holds its key until the TTL passes. A service that registered one
-// (config.registerLambdaContext({getRemainingTimeInMillis: ...})) would bound
-// that by the request's time.
+// record in progress carries no in-progress expiry. With
+// LAMBDA_FUNCTION_TIMEOUT_MS set, the service registers the context a Lambda
+// function of that timeout gets at the start of an invocation
+// (config.registerLambdaContext): Powertools then writes each record in
+// progress with an in-progress expiry of the writer's Date.now() plus the
+// time that remains, and a reader takes the record over once its own
+// Date.now() is past it.
 
 const {
   makeIdempotent,
@@ -31,18 +34,27 @@ const {
 } = require('@aws-lambda-powertools/idempotency');
 const {paymentOf, charge, requireKey} = require('./payments');
 
+// The function timeout of LAMBDA_FUNCTION_TIMEOUT_MS in ms, or null when unset.
+function functionTimeoutMs() {
+  const text = process.env.LAMBDA_FUNCTION_TIMEOUT_MS;
+  if (text === undefined || text === '') return null;
+  const ms = Number(text);
+  if (!Number.isInteger(ms) || ms < 1) throw new Error(`LAMBDA_FUNCTION_TIMEOUT_MS is not a whole number of ms: ${text}`);
+  return ms;
+}
+
 // Adds POST /payments to `app`, its charge made idempotent in `persistenceStore`.
 function addPaymentsRoute(app, persistenceStore, {providerUrl, ttlS}) {
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: 'idempotencyKey',
+    expiresAfterSeconds: ttlS,
+    responseHook: (response) => ({...response, replayed: true}),
+  });
+  const timeoutMs = functionTimeoutMs();
+  if (timeoutMs !== null) config.registerLambdaContext({getRemainingTimeInMillis: () => timeoutMs});
   const chargeOnce = makeIdempotent(
     async ({payment}) => ({payment, provider: await charge(providerUrl, payment)}),
-    {
-      persistenceStore,
-      config: new IdempotencyConfig({
-        eventKeyJmesPath: 'idempotencyKey',
-        expiresAfterSeconds: ttlS,
-        responseHook: (response) => ({...response, replayed: true}),
-      }),
-    },
+    {persistenceStore, config},
   );
   app.post('/payments', requireKey, async (req, res) => {
     const payment = paymentOf(req.body);
