@@ -84,7 +84,7 @@ run_expecting 2 "$scratch/unreleased.txt" "a held call with no release" \
   "\$.steps\[1\].kind: post_held leaves a provider call held: a later step must release it" -- \
   run "$scratch/unreleased.json" --target "$example" --out "$scratch/unreleased-run" -q
 run_expecting 2 "$scratch/count-0.txt" "post_concurrent with count 0" \
-  "\$.steps\[2\].count: must be between 1 and 64" -- \
+  "\$.steps\[2\].count: 0 is out of range: must lie within \[1, 64\]" -- \
   run "$scratch/count-0.json" --target "$example" --out "$scratch/count-0-run" -q
 run_expecting 2 "$scratch/control.txt" "an in-flight scenario against remote-effect" \
   "post_held and post_concurrent and release_provider need a service whose provider calls reach skewbench's effect sink" -- \

@@ -280,10 +280,11 @@ TEST_CASE("in flight: a held call needs a later release, and the steps' fields a
                     "x.json: $.steps[3].kind: post_held leaves a provider call held: a later step must release it "
                     "(release_provider), or kill its node's instance (kill_instance)");
   doc["steps"][3] = {{"kind", "post_concurrent"}, {"node", "a"}, {"at_s", 2}, {"count", 65}};
-  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"), "x.json: $.steps[3].count: must be between 1 and 64");
+  CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
+                    "x.json: $.steps[3].count: 65 is out of range: must lie within [1, 64]");
   doc["steps"][3] = {{"kind", "post_concurrent"}, {"node", "a"}, {"at_s", 2}, {"answer_within_ms", 0}};
   CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
-                    "x.json: $.steps[3].answer_within_ms: must be between 1 and 60000");
+                    "x.json: $.steps[3].answer_within_ms: 0 is out of range: must lie within [1, 60000]");
   doc["steps"][3] = {{"kind", "release_provider"}, {"at_s", 2}, {"node", "a"}};
   CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"), ContainsSubstring("$.steps[3].node"));
 }
@@ -403,7 +404,7 @@ TEST_CASE("a post_effect's amount is validated with its path") {
   auto doc = steps_doc({{{"kind", "commit_operation"}, {"node", "a"}, {"at_s", 0}},
                         {{"kind", "post_effect"}, {"node", "a"}, {"at_s", 0}, {"amount", 0}}});
   CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"),
-                    "x.json: $.steps[1].amount: must be between 1 and 1000000000");
+                    "x.json: $.steps[1].amount: 0 is out of range: must lie within [1, 1000000000]");
   doc["steps"][1]["amount"] = "2000";
   CHECK_THROWS_WITH(scenario::parse_scenario(doc, "x.json"), ContainsSubstring("$.steps[1].amount"));
 }

@@ -506,10 +506,8 @@ StepKind post_effect_kind() {
            {"attempt", integer()}},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
             auto node = require_node(spec, ctx);
-            const auto amount = spec.optional_int("amount").value_or(remote_effect::kDefaultAmount);
-            if (amount < 1 || amount > kMaxAmount) {
-              throw InputError(spec.child_path("amount"), "must be between 1 and " + std::to_string(kMaxAmount));
-            }
+            const auto amount =
+                spec.optional_int_within("amount", 1, kMaxAmount).value_or(remote_effect::kDefaultAmount);
             return std::make_unique<PostEffectStep>(at_s, std::move(node),
                                                     spec.optional_bool("drop_ack").value_or(false), amount);
           }};
@@ -605,10 +603,7 @@ StepKind pause_remote_kind() {
           StepRole::Fault,
           {},
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext&) -> std::unique_ptr<Step> {
-            const auto duration_ms = spec.require_int("duration_ms");
-            if (duration_ms < 1 || duration_ms > 600000) {
-              throw InputError(spec.child_path("duration_ms"), "must be between 1 and 600000");
-            }
+            const auto duration_ms = spec.require_int_within("duration_ms", 1, 600000);
             return std::make_unique<PauseRemoteStep>(at_s, duration_ms);
           },
           /*takes_node=*/false};

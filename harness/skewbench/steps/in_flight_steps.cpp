@@ -29,6 +29,7 @@ constexpr milliseconds kAnswerAfterReleaseWithin{60'000};
 // How long post_concurrent waits for its answers by default before it leaves
 // them in flight.
 constexpr std::int64_t kDefaultAnswerWithinMs = 5000;
+constexpr std::int64_t kMaxAnswerWithinMs = 60000;
 constexpr std::int64_t kMaxConcurrentPosts = 64;
 
 infra::EffectSink& sink_of(const StepContext& ctx, std::string_view kind) {
@@ -414,15 +415,9 @@ StepKind post_concurrent_kind() {
           StepRole::Delivery, std::move(observed),
           [](ObjectReader& spec, LogicalSeconds at_s, const StepParseContext& ctx) -> std::unique_ptr<Step> {
             auto node = require_node(spec, ctx);
-            const auto count = spec.optional_int("count").value_or(1);
-            if (count < 1 || count > kMaxConcurrentPosts) {
-              throw InputError(spec.child_path("count"),
-                               "must be between 1 and " + std::to_string(kMaxConcurrentPosts));
-            }
-            const auto within_ms = spec.optional_int("answer_within_ms").value_or(kDefaultAnswerWithinMs);
-            if (within_ms < 1 || within_ms > 60000) {
-              throw InputError(spec.child_path("answer_within_ms"), "must be between 1 and 60000");
-            }
+            const auto count = spec.optional_int_within("count", 1, kMaxConcurrentPosts).value_or(1);
+            const auto within_ms =
+                spec.optional_int_within("answer_within_ms", 1, kMaxAnswerWithinMs).value_or(kDefaultAnswerWithinMs);
             return std::make_unique<PostConcurrentStep>(at_s, std::move(node), count, within_ms);
           }};
 }
