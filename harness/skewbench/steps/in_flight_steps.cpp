@@ -323,20 +323,20 @@ class KillInstanceStep final : public Step {
       throw InfrastructureError("kill_instance needs a service started by skewbench (no --remote-url)");
     }
     const auto time_s = ctx.read_clock(node_, at_s());
+    StepOutcome out;
+    Answers answers;
+    // A POST the instance answered before it died is collected as any other:
+    // an answer that lies is an ERROR, never a lost answer.
+    // Taken one at a time: what stays in flight when one throws is abandoned
+    // with the scenario, its held call released.
+    while (auto answered = take_node_post(ctx, /*answered_only=*/true)) collect(ctx, *answered, out, answers);
     const auto index = ctx.node_instances.contains(node_) ? ctx.node_instances.at(node_) : std::size_t{0};
     const auto instance = ctx.remote_control->kill_instance(index);
     ctx.ledger.boot_ids = ctx.boot_ids();
-    StepOutcome out;
     out.observed = {{"logical_time_s", time_s}, {"dropped_calls", static_cast<std::int64_t>(sink.drop_held(instance))}};
-    Answers answers;
     std::int64_t lost = 0;
-    for (auto it = ctx.in_flight.begin(); it != ctx.in_flight.end();) {
-      if (it->node != node_) {
-        ++it;
-        continue;
-      }
-      auto post = std::move(*it);
-      it = ctx.in_flight.erase(it);
+    while (auto taken = take_node_post(ctx, /*answered_only=*/false)) {
+      auto& post = *taken;
       if (post.answer.wait_for(kAnswerAfterReleaseWithin) != std::future_status::ready) {
         throw InfrastructureError("the POST step " + std::to_string(post.step_index) + " (" + post.step_kind +
                                   ") sent was not ended within " +
@@ -344,7 +344,7 @@ class KillInstanceStep final : public Step {
                                   " s of the death of the instance it reached");
       }
       try {
-        record(ctx, post, post.answer.get(), out, answers);  // answered before it died
+        record(ctx, post, post.answer.get(), out, answers);  // its answer crossed the kill
       } catch (const InfrastructureError& e) {
         out.exchanges.push_back(lost_answer(ctx, post, e.what()));
         ++lost;
@@ -357,6 +357,19 @@ class KillInstanceStep final : public Step {
   }
 
  private:
+  // The first POST in flight through the node's instance (answered already,
+  // with `answered_only`), taken out of the context; nullopt when none is.
+  std::optional<InFlightPost> take_node_post(StepContext& ctx, bool answered_only) const {
+    const auto it = std::find_if(ctx.in_flight.begin(), ctx.in_flight.end(), [&](InFlightPost& post) {
+      return post.node == node_ &&
+             (!answered_only || post.answer.wait_for(milliseconds(0)) == std::future_status::ready);
+    });
+    if (it == ctx.in_flight.end()) return std::nullopt;
+    auto post = std::move(*it);
+    ctx.in_flight.erase(it);
+    return post;
+  }
+
   // A POST whose answer died with its instance: recorded as the outbox
   // records a lost acknowledgement, the effect perhaps performed.
   static json lost_answer(StepContext& ctx, const InFlightPost& post, const std::string& why) {
